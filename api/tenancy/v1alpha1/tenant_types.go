@@ -1,0 +1,294 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels and annotations that Orderly reads and writes on tenant namespaces.
+const (
+	// TenantLabel names the Tenant a namespace belongs to.
+	TenantLabel = "tenancy.orderly.dev/tenant"
+	// AdoptAnnotation, set by a person on an existing namespace, allows the named
+	// Tenant to take the namespace over.
+	AdoptAnnotation = "tenancy.orderly.dev/adopt"
+	// OriginAnnotation records whether Orderly created the namespace ("created") or
+	// adopted an existing one ("adopted"); only created namespaces are ever deleted.
+	OriginAnnotation = "tenancy.orderly.dev/origin"
+	// OwnerUIDAnnotation holds the UID of the Tenant that manages the namespace, so
+	// that a namespace whose tenant label was removed by hand is still recognised.
+	OwnerUIDAnnotation = "tenancy.orderly.dev/owner-uid"
+	// CostCenterLabel carries spec.costCenter on every tenant namespace.
+	CostCenterLabel = "cost-center"
+	// TenantAdminClusterRole is the ClusterRole bound to spec.owners in every namespace.
+	TenantAdminClusterRole = "orderly-tenant-admin"
+)
+
+// Values of OriginAnnotation.
+const (
+	OriginCreated = "created"
+	OriginAdopted = "adopted"
+)
+
+// IsolationMode says which NetworkPolicy Orderly puts in each tenant namespace.
+// +kubebuilder:validation:Enum=Tenant;None
+type IsolationMode string
+
+const (
+	// IsolationTenant denies ingress except from the tenant's own namespaces and
+	// from namespaces matched by allowFrom. Egress (and so DNS) is never restricted.
+	IsolationTenant IsolationMode = "Tenant"
+	// IsolationNone adds no NetworkPolicy.
+	IsolationNone IsolationMode = "None"
+)
+
+// DeletionPolicy says what happens to a namespace when its Tenant is deleted or the
+// namespace is removed from the Tenant.
+// +kubebuilder:validation:Enum=Retain;Delete
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyRetain keeps the namespace and its workloads and removes only what
+	// Orderly added (labels, RoleBindings, quota, limits, NetworkPolicy).
+	DeletionPolicyRetain DeletionPolicy = "Retain"
+	// DeletionPolicyDelete deletes namespaces that Orderly created. Adopted namespaces
+	// are released as with Retain, because Orderly never deletes what it did not create.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+)
+
+// TenantNamespace is one namespace of a tenant.
+type TenantNamespace struct {
+	// name of the namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// labels added to the namespace, besides the ones Orderly sets itself.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="!('tenancy.orderly.dev/tenant' in self) && !('cost-center' in self)",message="labels must not set tenancy.orderly.dev/tenant or cost-center: Orderly sets them from the Tenant's name and spec.costCenter"
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations added to the namespace.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// TenantQuota is the ResourceQuota put in every tenant namespace.
+type TenantQuota struct {
+	// hard is the set of limits for each named resource, as in ResourceQuota's spec.hard.
+	// +required
+	// +kubebuilder:validation:MinProperties=1
+	Hard corev1.ResourceList `json:"hard"`
+}
+
+// TenantLimitRange is the container LimitRange put in every tenant namespace.
+// +kubebuilder:validation:XValidation:rule="has(self.default) || has(self.defaultRequest)",message="limitRange needs default or defaultRequest"
+type TenantLimitRange struct {
+	// default limits for containers that set none.
+	// +optional
+	Default corev1.ResourceList `json:"default,omitempty"`
+
+	// defaultRequest is the requests for containers that set none.
+	// +optional
+	DefaultRequest corev1.ResourceList `json:"defaultRequest,omitempty"`
+}
+
+// TenantNetworkPolicy configures the NetworkPolicy in every tenant namespace.
+type TenantNetworkPolicy struct {
+	// isolation is Tenant (default: ingress only from the tenant's own namespaces and
+	// allowFrom) or None (no NetworkPolicy).
+	// +optional
+	// +kubebuilder:default=Tenant
+	Isolation IsolationMode `json:"isolation,omitempty"`
+
+	// allowFrom selects further namespaces whose pods may reach the tenant's pods,
+	// such as an ingress controller's or monitoring's namespace.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	AllowFrom []metav1.LabelSelector `json:"allowFrom,omitempty"`
+}
+
+// TenantRoleBinding is a further binding created in every tenant namespace.
+type TenantRoleBinding struct {
+	// roleRef is the Role or ClusterRole to bind. A Role must exist in each namespace.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self.apiGroup == 'rbac.authorization.k8s.io' && (self.kind == 'Role' || self.kind == 'ClusterRole')",message="roleRef must be a Role or ClusterRole of apiGroup rbac.authorization.k8s.io"
+	RoleRef rbacv1.RoleRef `json:"roleRef"`
+
+	// subjects bound to the role.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.all(s, s.kind in ['User', 'Group', 'ServiceAccount'])",message="subject kind must be User, Group or ServiceAccount"
+	// +kubebuilder:validation:XValidation:rule="self.all(s, s.kind != 'ServiceAccount' || (has(s.namespace) && s.namespace != ''))",message="ServiceAccount subjects need a namespace"
+	Subjects []rbacv1.Subject `json:"subjects"`
+}
+
+// TenantSpec is what a tenant needs to start.
+type TenantSpec struct {
+	// owners are bound in every tenant namespace to the ClusterRole orderly-tenant-admin
+	// (aggregated from the built-in admin role).
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.all(s, s.kind in ['User', 'Group', 'ServiceAccount'])",message="subject kind must be User, Group or ServiceAccount"
+	// +kubebuilder:validation:XValidation:rule="self.all(s, s.kind != 'ServiceAccount' || (has(s.namespace) && s.namespace != ''))",message="ServiceAccount subjects need a namespace"
+	Owners []rbacv1.Subject `json:"owners,omitempty"`
+
+	// namespaces of the tenant. Orderly creates the missing ones and labels each
+	// tenancy.orderly.dev/tenant=<tenant>. A namespace that already exists is only
+	// taken over when it carries the annotation tenancy.orderly.dev/adopt=<tenant>.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=map
+	// +listMapKey=name
+	Namespaces []TenantNamespace `json:"namespaces"`
+
+	// costCenter is set as the label cost-center on every tenant namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	CostCenter string `json:"costCenter,omitempty"`
+
+	// quota, when set, puts one ResourceQuota in every tenant namespace.
+	// +optional
+	Quota *TenantQuota `json:"quota,omitempty"`
+
+	// limitRange, when set, puts one container LimitRange in every tenant namespace.
+	// +optional
+	LimitRange *TenantLimitRange `json:"limitRange,omitempty"`
+
+	// networkPolicy configures network isolation; by default ingress is allowed only
+	// from the tenant's own namespaces.
+	// +optional
+	NetworkPolicy TenantNetworkPolicy `json:"networkPolicy,omitempty,omitzero"`
+
+	// additionalRoleBindings are created in every tenant namespace.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	AdditionalRoleBindings []TenantRoleBinding `json:"additionalRoleBindings,omitempty"`
+
+	// deletionPolicy says what happens to a namespace when the Tenant is deleted or
+	// the namespace is removed from the list: Retain (default) keeps it and removes
+	// only what Orderly added; Delete deletes namespaces that Orderly created.
+	// +optional
+	// +kubebuilder:default=Retain
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// NamespaceState is the state of one tenant namespace.
+// +kubebuilder:validation:Enum=Ready;Pending;Conflict;Failed
+type NamespaceState string
+
+// Values of NamespaceState.
+const (
+	NamespaceReady    NamespaceState = "Ready"
+	NamespacePending  NamespaceState = "Pending"
+	NamespaceConflict NamespaceState = "Conflict"
+	NamespaceFailed   NamespaceState = "Failed"
+)
+
+// TenantNamespaceStatus is the observed state of one tenant namespace.
+type TenantNamespaceStatus struct {
+	// name of the namespace.
+	// +required
+	Name string `json:"name"`
+
+	// state is Ready, Pending (being created or terminating), Conflict (the namespace
+	// belongs to someone else) or Failed (a write failed; see message).
+	// +required
+	State NamespaceState `json:"state"`
+
+	// message explains a state other than Ready.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// Condition types of a Tenant.
+const (
+	// ConditionReady is True when every namespace and every object in it is as declared.
+	ConditionReady = "Ready"
+	// ConditionNamespaceConflict is True when a listed namespace belongs to someone else.
+	ConditionNamespaceConflict = "NamespaceConflict"
+	// ConditionResourcesReady is True when RoleBindings, quota, limits and
+	// NetworkPolicy are in place in every namespace Orderly manages.
+	ConditionResourcesReady = "ResourcesReady"
+)
+
+// TenantStatus is the observed state of a Tenant.
+type TenantStatus struct {
+	// observedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// namespaceCount is the number of namespaces in the spec.
+	// +optional
+	NamespaceCount int32 `json:"namespaceCount,omitempty"`
+
+	// readyNamespaces is the number of namespaces whose state is Ready.
+	// +optional
+	ReadyNamespaces int32 `json:"readyNamespaces,omitempty"`
+
+	// namespaces is the state of each namespace in the spec.
+	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=map
+	// +listMapKey=name
+	Namespaces []TenantNamespaceStatus `json:"namespaces,omitempty"`
+
+	// conditions: Ready, NamespaceConflict and ResourcesReady.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Tenant onboards a team: namespaces, owners' RBAC, quota, limits and network
+// isolation, created and kept correct by Orderly.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=tn,categories=orderly
+// +kubebuilder:printcolumn:name="Namespaces",type=integer,JSONPath=`.status.namespaceCount`
+// +kubebuilder:printcolumn:name="Ready Namespaces",type=integer,JSONPath=`.status.readyNamespaces`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a Tenant's name is used as a label value and must be at most 63 characters"
+type Tenant struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is what the tenant needs.
+	// +required
+	Spec TenantSpec `json:"spec"`
+
+	// status is what Orderly observed.
+	// +optional
+	Status TenantStatus `json:"status,omitempty,omitzero"`
+}
+
+// TenantList is a list of Tenants.
+// +kubebuilder:object:root=true
+type TenantList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the Tenants.
+	Items []Tenant `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Tenant{}, &TenantList{})
+}

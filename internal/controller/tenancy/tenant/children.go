@@ -1,0 +1,332 @@
+package tenant
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+	"orderly.dev/orderly/internal/labels"
+)
+
+// Names of the objects Orderly puts in every tenant namespace.
+const (
+	ownersBindingName  = "orderly-tenant-owners"
+	extraBindingPrefix = "orderly-tenant-binding-"
+	quotaName          = "orderly-tenant-quota"
+	limitRangeName     = "orderly-tenant-limits"
+	networkPolicyName  = "orderly-tenant-isolation"
+	rbacAPIGroup       = "rbac.authorization.k8s.io"
+	kindRoleBinding    = "RoleBinding"
+	kindResourceQuota  = "ResourceQuota"
+	kindLimitRange     = "LimitRange"
+	kindNetworkPolicy  = "NetworkPolicy"
+)
+
+// desiredChildren is everything Orderly wants in one tenant namespace.
+type desiredChildren struct {
+	roleBindings  []*rbacv1.RoleBinding
+	quota         *corev1.ResourceQuota
+	limitRange    *corev1.LimitRange
+	networkPolicy *networkingv1.NetworkPolicy
+}
+
+func childMeta(t *tenancyv1alpha1.Tenant, namespace, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: namespace,
+		Labels: map[string]string{
+			labels.ManagedBy:            labels.ManagedByValue,
+			tenancyv1alpha1.TenantLabel: t.Name,
+		},
+	}
+}
+
+// normalizeSubjects applies the API server's defaulting (User and Group subjects get
+// the RBAC API group), so that desired and stored bindings compare equal.
+func normalizeSubjects(in []rbacv1.Subject) []rbacv1.Subject {
+	out := make([]rbacv1.Subject, len(in))
+	for i, s := range in {
+		if s.APIGroup == "" && (s.Kind == rbacv1.UserKind || s.Kind == rbacv1.GroupKind) {
+			s.APIGroup = rbacAPIGroup
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// buildChildren computes the desired objects of namespace ns; pure, so it is unit tested.
+func buildChildren(t *tenancyv1alpha1.Tenant, ns string) desiredChildren {
+	var d desiredChildren
+	if len(t.Spec.Owners) > 0 {
+		d.roleBindings = append(d.roleBindings, &rbacv1.RoleBinding{
+			ObjectMeta: childMeta(t, ns, ownersBindingName),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacAPIGroup, Kind: "ClusterRole", Name: tenancyv1alpha1.TenantAdminClusterRole},
+			Subjects:   normalizeSubjects(t.Spec.Owners),
+		})
+	}
+	for i, b := range t.Spec.AdditionalRoleBindings {
+		d.roleBindings = append(d.roleBindings, &rbacv1.RoleBinding{
+			ObjectMeta: childMeta(t, ns, fmt.Sprintf("%s%d", extraBindingPrefix, i)),
+			RoleRef:    b.RoleRef,
+			Subjects:   normalizeSubjects(b.Subjects),
+		})
+	}
+	if t.Spec.Quota != nil {
+		d.quota = &corev1.ResourceQuota{
+			ObjectMeta: childMeta(t, ns, quotaName),
+			Spec:       corev1.ResourceQuotaSpec{Hard: t.Spec.Quota.Hard.DeepCopy()},
+		}
+	}
+	if lr := t.Spec.LimitRange; lr != nil {
+		d.limitRange = &corev1.LimitRange{
+			ObjectMeta: childMeta(t, ns, limitRangeName),
+			Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+				Type:           corev1.LimitTypeContainer,
+				Default:        lr.Default.DeepCopy(),
+				DefaultRequest: lr.DefaultRequest.DeepCopy(),
+			}}},
+		}
+	}
+	if t.Spec.NetworkPolicy.Isolation != tenancyv1alpha1.IsolationNone {
+		peers := []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{tenancyv1alpha1.TenantLabel: t.Name}},
+		}}
+		for i := range t.Spec.NetworkPolicy.AllowFrom {
+			peers = append(peers, networkingv1.NetworkPolicyPeer{NamespaceSelector: t.Spec.NetworkPolicy.AllowFrom[i].DeepCopy()})
+		}
+		// Only Ingress is restricted: egress, and with it DNS, is never blocked.
+		d.networkPolicy = &networkingv1.NetworkPolicy{
+			ObjectMeta: childMeta(t, ns, networkPolicyName),
+			Spec: networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+				Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: peers}},
+			},
+		}
+	}
+	return d
+}
+
+// reconcileChildren converges the objects in one namespace. It returns a message when
+// an object of the same name that Orderly does not own is in the way (left alone).
+func (r *Reconciler) reconcileChildren(ctx context.Context, t *tenancyv1alpha1.Tenant, ns string) (string, error) {
+	d := buildChildren(t, ns)
+	keep := map[string]bool{}
+	var conflicts []string
+	note := func(kind, name, conflict string, err error) error {
+		keep[kind+"/"+name] = true
+		if conflict != "" {
+			conflicts = append(conflicts, conflict)
+		}
+		return err
+	}
+	for _, rb := range d.roleBindings {
+		c, err := ensureChild(ctx, r, t, rb, &rbacv1.RoleBinding{}, syncRoleBinding)
+		if err := note(kindRoleBinding, rb.Name, c, err); err != nil {
+			return "", err
+		}
+	}
+	if d.quota != nil {
+		c, err := ensureChild(ctx, r, t, d.quota, &corev1.ResourceQuota{}, syncQuota)
+		if err := note(kindResourceQuota, d.quota.Name, c, err); err != nil {
+			return "", err
+		}
+	}
+	if d.limitRange != nil {
+		c, err := ensureChild(ctx, r, t, d.limitRange, &corev1.LimitRange{}, syncLimitRange)
+		if err := note(kindLimitRange, d.limitRange.Name, c, err); err != nil {
+			return "", err
+		}
+	}
+	if d.networkPolicy != nil {
+		c, err := ensureChild(ctx, r, t, d.networkPolicy, &networkingv1.NetworkPolicy{}, syncNetworkPolicy)
+		if err := note(kindNetworkPolicy, d.networkPolicy.Name, c, err); err != nil {
+			return "", err
+		}
+	}
+	if err := r.pruneChildren(ctx, t, ns, keep); err != nil {
+		return "", err
+	}
+	if len(conflicts) > 0 {
+		return fmt.Sprintf("%s (%d object(s) in the way)", conflicts[0], len(conflicts)), nil
+	}
+	return "", nil
+}
+
+// syncer copies the desired state into current and reports whether anything changed;
+// recreate is true when the change touches an immutable field.
+type syncer[T client.Object] func(current, desired T) (changed, recreate bool)
+
+func syncLabels(current, desired client.Object) bool {
+	cur := current.GetLabels()
+	changed := false
+	for k, v := range desired.GetLabels() {
+		if cur[k] != v {
+			if cur == nil {
+				cur = map[string]string{}
+			}
+			cur[k] = v
+			changed = true
+		}
+	}
+	current.SetLabels(cur)
+	return changed
+}
+
+func syncRoleBinding(cur, want *rbacv1.RoleBinding) (bool, bool) {
+	if cur.RoleRef != want.RoleRef {
+		return true, true
+	}
+	changed := syncLabels(cur, want)
+	if !equality.Semantic.DeepEqual(cur.Subjects, want.Subjects) {
+		cur.Subjects, changed = want.Subjects, true
+	}
+	return changed, false
+}
+
+func syncQuota(cur, want *corev1.ResourceQuota) (bool, bool) {
+	changed := syncLabels(cur, want)
+	if !equality.Semantic.DeepEqual(cur.Spec, want.Spec) {
+		cur.Spec, changed = want.Spec, true
+	}
+	return changed, false
+}
+
+func syncLimitRange(cur, want *corev1.LimitRange) (bool, bool) {
+	changed := syncLabels(cur, want)
+	if !equality.Semantic.DeepEqual(cur.Spec, want.Spec) {
+		cur.Spec, changed = want.Spec, true
+	}
+	return changed, false
+}
+
+func syncNetworkPolicy(cur, want *networkingv1.NetworkPolicy) (bool, bool) {
+	changed := syncLabels(cur, want)
+	if !equality.Semantic.DeepEqual(cur.Spec, want.Spec) {
+		cur.Spec, changed = want.Spec, true
+	}
+	return changed, false
+}
+
+// ensureChild creates desired, or brings the existing object to it. An object of the
+// same name that the Tenant does not control is never touched: a conflict message is
+// returned instead.
+func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancyv1alpha1.Tenant, desired, current T, sync syncer[T]) (string, error) {
+	kind := kindOf(desired)
+	if err := controllerutil.SetControllerReference(t, desired, r.Scheme()); err != nil {
+		return "", err
+	}
+	key := client.ObjectKeyFromObject(desired)
+	err := r.Get(ctx, key, current)
+	if apierrors.IsNotFound(err) {
+		// The cache holds only Orderly's objects: a foreign one of the same name shows
+		// up as AlreadyExists here, and is then read from the API server.
+		err = r.Create(ctx, desired, client.FieldOwner(labels.FieldManager))
+		if err == nil {
+			if t.Status.ObservedGeneration == t.Generation {
+				r.repaired(ctx, t, desired, kind, "Recreated deleted")
+			}
+			return "", nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("creating %s %s: %w", kind, key, err)
+		}
+		err = r.APIReader.Get(ctx, key, current)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading %s %s: %w", kind, key, err)
+	}
+	if !metav1.IsControlledBy(current, t) {
+		return fmt.Sprintf("%s %s already exists and is not managed by this Tenant; rename or remove it", kind, key), nil
+	}
+	changed, recreate := sync(current, desired)
+	switch {
+	case recreate:
+		if err := r.Delete(ctx, current); client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("replacing %s %s: %w", kind, key, err)
+		}
+		if err := r.Create(ctx, desired, client.FieldOwner(labels.FieldManager)); err != nil {
+			return "", fmt.Errorf("replacing %s %s: %w", kind, key, err)
+		}
+	case changed:
+		if err := r.Update(ctx, current, client.FieldOwner(labels.FieldManager)); err != nil {
+			return "", fmt.Errorf("updating %s %s: %w", kind, key, err)
+		}
+	default:
+		return "", nil
+	}
+	if t.Status.ObservedGeneration == t.Generation {
+		r.repaired(ctx, t, desired, kind, "Reverted changes to")
+	}
+	return "", nil
+}
+
+// repaired reports drift that was undone (the spec did not change, the world did).
+func (r *Reconciler) repaired(ctx context.Context, t *tenancyv1alpha1.Tenant, obj client.Object, kind, what string) {
+	log.FromContext(ctx).Info("Repaired drift", "kind", kind, "namespace", obj.GetNamespace(), "name", obj.GetName())
+	r.Recorder.Eventf(t, obj, corev1.EventTypeNormal, "Repaired", "Repair", "%s %s %s/%s", what, kind, obj.GetNamespace(), obj.GetName())
+	driftRepairs.WithLabelValues(t.Name, kind).Inc()
+}
+
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *rbacv1.RoleBinding:
+		return kindRoleBinding
+	case *corev1.ResourceQuota:
+		return kindResourceQuota
+	case *corev1.LimitRange:
+		return kindLimitRange
+	case *networkingv1.NetworkPolicy:
+		return kindNetworkPolicy
+	}
+	return fmt.Sprintf("%T", obj)
+}
+
+// pruneChildren deletes the objects the Tenant controls in ns that are not in keep
+// (keyed "Kind/name"); a nil keep removes them all.
+func (r *Reconciler) pruneChildren(ctx context.Context, t *tenancyv1alpha1.Tenant, ns string, keep map[string]bool) error {
+	sel := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{tenancyv1alpha1.TenantLabel: t.Name, labels.ManagedBy: labels.ManagedByValue}}
+	var candidates []client.Object
+	var rbs rbacv1.RoleBindingList
+	var quotas corev1.ResourceQuotaList
+	var lrs corev1.LimitRangeList
+	var nps networkingv1.NetworkPolicyList
+	for _, list := range []client.ObjectList{&rbs, &quotas, &lrs, &nps} {
+		if err := r.List(ctx, list, sel...); err != nil {
+			return fmt.Errorf("listing objects of tenant %q in %q: %w", t.Name, ns, err)
+		}
+	}
+	for i := range rbs.Items {
+		candidates = append(candidates, &rbs.Items[i])
+	}
+	for i := range quotas.Items {
+		candidates = append(candidates, &quotas.Items[i])
+	}
+	for i := range lrs.Items {
+		candidates = append(candidates, &lrs.Items[i])
+	}
+	for i := range nps.Items {
+		candidates = append(candidates, &nps.Items[i])
+	}
+	for _, obj := range candidates {
+		kind := kindOf(obj)
+		if keep[kind+"/"+obj.GetName()] || !metav1.IsControlledBy(obj, t) {
+			continue
+		}
+		if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s %s/%s: %w", kind, ns, obj.GetName(), err)
+		}
+		log.FromContext(ctx).Info("Deleted object no longer declared", "kind", kind, "namespace", ns, "name", obj.GetName())
+	}
+	return nil
+}

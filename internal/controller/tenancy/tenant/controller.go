@@ -1,0 +1,189 @@
+// Package tenant implements the Tenant controller: it creates a tenant's namespaces
+// and keeps the RBAC, quota, limits and NetworkPolicy in each of them as declared.
+package tenant
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+	"orderly.dev/orderly/internal/labels"
+)
+
+// Name is the controller's name, as given to --controllers.
+const Name = "tenant"
+
+// finalizer keeps a Tenant until its namespaces are released or deleted.
+const finalizer = "tenancy.orderly.dev/cleanup"
+
+// namespaceIndex indexes Tenants by the namespaces they list, so an event on a
+// namespace that is not (yet) labelled still reaches the Tenants that want it.
+const namespaceIndex = "spec.namespaces.name"
+
+// Reconciler reconciles Tenants.
+type Reconciler struct {
+	client.Client
+	// APIReader reads straight from the API server, for objects the cache does not
+	// hold (children that Orderly did not create).
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;roles,verbs=bind
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// CacheByObject narrows the manager's cache to what this controller needs: of the
+// namespaced kinds it writes, only the objects Orderly manages.
+func CacheByObject() map[client.Object]cache.ByObject {
+	managed := cache.ByObject{Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.ManagedBy: labels.ManagedByValue})}
+	return map[client.Object]cache.ByObject{
+		&rbacv1.RoleBinding{}:         managed,
+		&corev1.ResourceQuota{}:       managed,
+		&corev1.LimitRange{}:          managed,
+		&networkingv1.NetworkPolicy{}: managed,
+	}
+}
+
+// SetupWithManager registers the controller with mgr.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &tenancyv1alpha1.Tenant{}, namespaceIndex, func(o client.Object) []string {
+		t := o.(*tenancyv1alpha1.Tenant)
+		names := make([]string, 0, len(t.Spec.Namespaces))
+		for _, ns := range t.Spec.Namespaces {
+			names = append(names, ns.Name)
+		}
+		return names
+	}); err != nil {
+		return fmt.Errorf("indexing Tenants by namespace: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		WithOptions(opts).
+		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&corev1.ResourceQuota{}).
+		Owns(&corev1.LimitRange{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.tenantsForNamespace)).
+		Complete(r)
+}
+
+// tenantsForNamespace maps a namespace to the Tenants that own, may adopt, or list it.
+func (r *Reconciler) tenantsForNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	seen := map[string]bool{}
+	if t := o.GetLabels()[tenancyv1alpha1.TenantLabel]; t != "" {
+		seen[t] = true
+	}
+	if t := o.GetAnnotations()[tenancyv1alpha1.AdoptAnnotation]; t != "" {
+		seen[t] = true
+	}
+	var listing tenancyv1alpha1.TenantList
+	if err := r.List(ctx, &listing, client.MatchingFields{namespaceIndex: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "Listing Tenants for Namespace", "namespace", o.GetName())
+	}
+	for i := range listing.Items {
+		seen[listing.Items[i].Name] = true
+	}
+	reqs := make([]reconcile.Request, 0, len(seen))
+	for name := range seen {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+	}
+	return reqs
+}
+
+// Reconcile brings one Tenant's namespaces and their contents to the declared state.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var t tenancyv1alpha1.Tenant
+	if err := r.Get(ctx, req.NamespacedName, &t); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetMetrics(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !t.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, &t)
+	}
+	if !controllerutil.ContainsFinalizer(&t, finalizer) {
+		patch := client.MergeFrom(t.DeepCopy())
+		controllerutil.AddFinalizer(&t, finalizer)
+		if err := r.Patch(ctx, &t, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+
+	results := make([]namespaceResult, 0, len(t.Spec.Namespaces))
+	for i := range t.Spec.Namespaces {
+		results = append(results, r.reconcileNamespace(ctx, &t, &t.Spec.Namespaces[i]))
+	}
+	releaseErr := r.releaseUnlisted(ctx, &t)
+
+	if err := r.updateStatus(ctx, &t, results); err != nil {
+		return ctrl.Result{}, err
+	}
+	// A write that failed is retried with the controller's backoff; a conflict is
+	// not an error: it resolves when a person acts, and the namespace watch sees that.
+	for _, res := range results {
+		if res.err != nil {
+			return ctrl.Result{}, res.err
+		}
+	}
+	if releaseErr != nil {
+		return ctrl.Result{}, releaseErr
+	}
+	for _, res := range results {
+		if res.state == tenancyv1alpha1.NamespacePending {
+			return ctrl.Result{RequeueAfter: pendingRecheck}, nil
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// finalize releases or deletes every namespace of a Tenant being deleted, then lets
+// it go. Children in retained namespaces carry owner references to the Tenant, so the
+// garbage collector removes them once the Tenant is gone.
+func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
+	if !controllerutil.ContainsFinalizer(t, finalizer) {
+		return nil
+	}
+	owned, err := r.ownedNamespaces(ctx, t)
+	if err != nil {
+		return err
+	}
+	for i := range owned {
+		if err := r.letGo(ctx, t, &owned[i], false); err != nil {
+			return err
+		}
+	}
+	patch := client.MergeFrom(t.DeepCopy())
+	controllerutil.RemoveFinalizer(t, finalizer)
+	if err := r.Patch(ctx, t, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing finalizer: %w", err)
+	}
+	forgetMetrics(t.Name)
+	return nil
+}
