@@ -288,7 +288,3 @@ type TenantList struct {
 	// items are the Tenants.
 	Items []Tenant `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Tenant{}, &TenantList{})
-}

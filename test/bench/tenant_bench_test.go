@@ -1,0 +1,245 @@
+//go:build bench
+
+// Package bench measures Orderly's controllers on the full local cluster. Each
+// benchmark prints its figures and the ratio to a baseline measured in the same run;
+// nothing here asserts wall-clock limits.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+	"orderly.dev/orderly/config"
+	"orderly.dev/orderly/internal/devcluster"
+)
+
+// Client limits shared by the manager and the baseline, so the comparison is fair.
+const (
+	clientQPS   = 200
+	clientBurst = 400
+	workers     = 8
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func newClient(cfg *rest.Config) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(tenancyv1alpha1.AddToScheme(scheme))
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = clientQPS, clientBurst
+	return client.New(c, client.Options{Scheme: scheme})
+}
+
+// benchTenant is the Tenant used by the benchmark: two namespaces, owners, quota,
+// limits and the default isolation policy (5 objects per namespace).
+func benchTenant(name string) *tenancyv1alpha1.Tenant {
+	return &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.TenantSpec{
+			Owners:     []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: name + "-owner"}},
+			Namespaces: []tenancyv1alpha1.TenantNamespace{{Name: name + "-dev"}, {Name: name + "-prod"}},
+			CostCenter: "cc-bench",
+			Quota:      &tenancyv1alpha1.TenantQuota{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("50")}},
+			LimitRange: &tenancyv1alpha1.TenantLimitRange{Default: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
+		},
+	}
+}
+
+// baselineObjects is what Orderly creates for benchTenant(name), written by hand.
+func baselineObjects(name string) []client.Object {
+	var objs []client.Object
+	for _, ns := range []string{name + "-dev", name + "-prod"} {
+		lbl := map[string]string{tenancyv1alpha1.TenantLabel: name, tenancyv1alpha1.CostCenterLabel: "cc-bench"}
+		objs = append(objs,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: lbl}},
+			&rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orderly-tenant-owners"},
+				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "orderly-tenant-admin"},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: "rbac.authorization.k8s.io", Name: name + "-owner"}},
+			},
+			&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orderly-tenant-quota"},
+				Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("50")}}},
+			&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orderly-tenant-limits"},
+				Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, Default: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}},
+			&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orderly-tenant-isolation"},
+				Spec: networkingv1.NetworkPolicySpec{
+					PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+					Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{
+						NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{tenancyv1alpha1.TenantLabel: name}},
+					}}}},
+				}},
+		)
+	}
+	return objs
+}
+
+// parallel runs fn(i) for i in [0,n) on `workers` goroutines and returns the first error.
+func parallel(n int, fn func(i int) error) error {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	next := make(chan int)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+func BenchmarkTenants(b *testing.B) {
+	ctx := context.Background()
+	tenants := envInt("BENCH_TENANTS", 500)
+	manifests, err := config.DevManifests()
+	if err != nil {
+		b.Fatal(err)
+	}
+	kubeconfig, err := devcluster.Up(ctx, devcluster.Options{Name: "orderly-bench", Nodes: 1, Manifests: manifests}, os.Stderr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if os.Getenv("ORDERLY_BENCH_KEEP") == "" {
+		b.Cleanup(func() { _ = devcluster.Down(context.Background(), "orderly-bench", os.Stderr) })
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := newClient(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	// Baseline: the same objects, written straight to the API server at the same limits.
+	start := time.Now()
+	if err := parallel(tenants, func(i int) error {
+		for _, obj := range baselineObjects(fmt.Sprintf("base-%04d", i)) {
+			if err := c.Create(ctx, obj); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	baseline := time.Since(start)
+
+	// Orderly: Tenants created at the same rate limit, manager at the same client limits.
+	bin := os.Getenv("ORDERLY_BIN")
+	if bin == "" {
+		b.Fatal("ORDERLY_BIN is not set: run `make bench`")
+	}
+	logPath := filepath.Join(b.TempDir(), "manager.log")
+	logs, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mgr := exec.Command(bin, "manager", "--kubeconfig", kubeconfig, "--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0",
+		fmt.Sprintf("--kube-api-qps=%d", clientQPS), fmt.Sprintf("--kube-api-burst=%d", clientBurst),
+		fmt.Sprintf("--max-concurrent-reconciles=%d", workers), "--log-level=error")
+	mgr.Stdout, mgr.Stderr = logs, logs
+	if err := mgr.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = mgr.Process.Kill(); _, _ = mgr.Process.Wait() }()
+	time.Sleep(2 * time.Second) // let the manager's caches sync before the clock starts
+
+	start = time.Now()
+	if err := parallel(tenants, func(i int) error {
+		return c.Create(ctx, benchTenant(fmt.Sprintf("bench-%04d", i)))
+	}); err != nil {
+		b.Fatal(err)
+	}
+	created := time.Since(start)
+	var orderly time.Duration
+	for {
+		var list tenancyv1alpha1.TenantList
+		if err := c.List(ctx, &list); err != nil {
+			b.Fatal(err)
+		}
+		ready := 0
+		for i := range list.Items {
+			if cond := meta.FindStatusCondition(list.Items[i].Status.Conditions, tenancyv1alpha1.ConditionReady); cond != nil && cond.Status == metav1.ConditionTrue {
+				ready++
+			}
+		}
+		if ready == tenants {
+			orderly = time.Since(start)
+			break
+		}
+		if time.Since(start) > 20*time.Minute {
+			b.Fatalf("only %d of %d Tenants Ready after 20 minutes; manager log: %s", ready, tenants, logPath)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	peak := peakRSS(mgr.Process.Pid)
+
+	objects := tenants * len(baselineObjects("x"))
+	fmt.Printf("\nTenant benchmark: %d Tenants x 2 namespaces (%d child objects), client %d QPS / %d burst, %d workers\n", tenants, objects, clientQPS, clientBurst, workers)
+	fmt.Printf("  baseline: same objects straight through the API   %8.2fs  (%.0f objects/s)\n", baseline.Seconds(), float64(objects)/baseline.Seconds())
+	fmt.Printf("  orderly:  Tenants created                         %8.2fs\n", created.Seconds())
+	fmt.Printf("  orderly:  all Tenants Ready                       %8.2fs  (%.0f objects/s)\n", orderly.Seconds(), float64(objects)/orderly.Seconds())
+	fmt.Printf("  ratio orderly/baseline                            %8.2fx  (target <= 1.5x)\n", orderly.Seconds()/baseline.Seconds())
+	fmt.Printf("  manager peak memory (VmHWM)                       %8.1f MiB (target < 150 MiB)\n", float64(peak)/(1<<20))
+	b.ReportMetric(orderly.Seconds()/baseline.Seconds(), "ratio")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+}
+
+// peakRSS reads a process's peak resident set size from /proc.
+func peakRSS(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if strings.HasPrefix(s.Text(), "VmHWM:") {
+			fields := strings.Fields(s.Text())
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
