@@ -16,6 +16,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,7 +98,7 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace, else orderly-system)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
-	f.Float32Var(&o.qps, "kube-api-qps", 50, "queries per second to the API server")
+	f.Float32Var(&o.qps, "kube-api-qps", 50, "queries per second to the API server, for the whole process")
 	f.IntVar(&o.burst, "kube-api-burst", 100, "burst of queries to the API server")
 	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "reconciles that each controller runs at once")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
@@ -149,6 +150,10 @@ func runManager(ctx context.Context, o managerOptions) error {
 		return fmt.Errorf("loading Kubernetes client config: %w", err)
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
+	// One limiter for the whole process: client-go otherwise gives every REST client
+	// (one per kind in controller-runtime) its own, and --kube-api-qps would not bound
+	// what Orderly sends to the API server in total.
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.qps, o.burst)
 	cfg.UserAgent = "orderly/" + version.Version
 
 	byObject := map[client.Object]cache.ByObject{}

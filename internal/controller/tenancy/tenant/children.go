@@ -88,12 +88,23 @@ func buildChildren(t *tenancyv1alpha1.Tenant, ns string) desiredChildren {
 		}
 	}
 	if lr := t.Spec.LimitRange; lr != nil {
+		// The API server defaults a missing request to the limit; doing the same here
+		// keeps desired and stored equal, so converged means no writes.
+		req := lr.DefaultRequest.DeepCopy()
+		for name, limit := range lr.Default {
+			if _, ok := req[name]; !ok {
+				if req == nil {
+					req = corev1.ResourceList{}
+				}
+				req[name] = limit.DeepCopy()
+			}
+		}
 		d.limitRange = &corev1.LimitRange{
 			ObjectMeta: childMeta(t, ns, limitRangeName),
 			Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
 				Type:           corev1.LimitTypeContainer,
 				Default:        lr.Default.DeepCopy(),
-				DefaultRequest: lr.DefaultRequest.DeepCopy(),
+				DefaultRequest: req,
 			}}},
 		}
 	}

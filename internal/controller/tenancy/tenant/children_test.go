@@ -125,3 +125,21 @@ func TestSyncRoleBindingRecreatesOnRoleRefChange(t *testing.T) {
 		t.Fatalf("second sync changed again: not idempotent")
 	}
 }
+
+func TestBuildChildrenDefaultsRequestsLikeTheAPIServer(t *testing.T) {
+	tn := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
+	tn.Spec.LimitRange = &tenancyv1alpha1.TenantLimitRange{
+		Default:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+	}
+	got := buildChildren(tn, "ns").limitRange.Spec.Limits[0].DefaultRequest
+	if got.Cpu().String() != "100m" {
+		t.Errorf("explicit request changed: cpu %s, want 100m", got.Cpu())
+	}
+	if got.Memory().String() != "1Gi" {
+		t.Errorf("missing request not defaulted to the limit: memory %s, want 1Gi", got.Memory())
+	}
+	if _, ok := tn.Spec.LimitRange.DefaultRequest[corev1.ResourceMemory]; ok {
+		t.Errorf("buildChildren mutated the Tenant's spec")
+	}
+}

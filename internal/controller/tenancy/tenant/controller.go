@@ -5,6 +5,7 @@ package tenant
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -139,6 +140,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	results := make([]namespaceResult, 0, len(t.Spec.Namespaces))
 	for i := range t.Spec.Namespaces {
 		results = append(results, r.reconcileNamespace(ctx, &t, &t.Spec.Namespaces[i]))
+	}
+	var created []string
+	for _, res := range results {
+		if res.created {
+			created = append(created, res.name)
+		}
+	}
+	if len(created) > 0 {
+		// One Event per reconcile, not per namespace: Events are API writes too.
+		r.Recorder.Eventf(&t, nil, corev1.EventTypeNormal, "NamespaceCreated", "Create", "Created namespace(s) %s", strings.Join(created, ", "))
 	}
 	releaseErr := r.releaseUnlisted(ctx, &t)
 

@@ -34,6 +34,7 @@ type managedKeys struct {
 // namespaceResult is what reconciling one namespace found.
 type namespaceResult struct {
 	name    string
+	created bool
 	state   tenancyv1alpha1.NamespaceState
 	message string
 	// resourcesOK is false when a child object could not be brought to its state.
@@ -109,11 +110,11 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, t *tenancyv1alpha1.
 	err := r.Get(ctx, client.ObjectKey{Name: spec.Name}, &ns)
 	switch {
 	case apierrors.IsNotFound(err):
-		created, cerr := r.createNamespace(ctx, t, spec.Name, lbls, annos)
+		created, isNew, cerr := r.createNamespace(ctx, t, spec.Name, lbls, annos)
 		if cerr != nil {
 			return failed(res, fmt.Errorf("creating namespace %q: %w", spec.Name, cerr))
 		}
-		ns = *created
+		ns, res.created = *created, isNew
 	case err != nil:
 		return failed(res, fmt.Errorf("reading namespace %q: %w", spec.Name, err))
 	}
@@ -144,7 +145,9 @@ func failed(res namespaceResult, err error) namespaceResult {
 	return res
 }
 
-func (r *Reconciler) createNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant, name string, lbls, annos map[string]string) (*corev1.Namespace, error) {
+// createNamespace creates the namespace, or returns the live one (and false) when
+// someone made it first.
+func (r *Reconciler) createNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant, name string, lbls, annos map[string]string) (*corev1.Namespace, bool, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{labels.ManagedBy: labels.ManagedByValue}, Annotations: map[string]string{}}}
 	for k, v := range lbls {
 		ns.Labels[k] = v
@@ -161,15 +164,14 @@ func (r *Reconciler) createNamespace(ctx context.Context, t *tenancyv1alpha1.Ten
 			// judge the live object like any existing one.
 			live := &corev1.Namespace{}
 			if gerr := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, live); gerr != nil {
-				return nil, gerr
+				return nil, false, gerr
 			}
-			return live, nil
+			return live, false, nil
 		}
-		return nil, err
+		return nil, false, err
 	}
 	log.FromContext(ctx).Info("Created Namespace for Tenant", "namespace", name)
-	r.Recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceCreated", "Create", "Created namespace %s", name)
-	return ns, nil
+	return ns, true, nil
 }
 
 // syncNamespaceMeta sets the labels and annotations Orderly owns and removes the ones
