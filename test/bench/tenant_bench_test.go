@@ -33,6 +33,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 	"orderly.dev/orderly/config"
@@ -137,6 +139,7 @@ func parallel(n int, fn func(i int) error) error {
 
 func BenchmarkTenants(b *testing.B) {
 	ctx := context.Background()
+	log.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	tenants := envInt("BENCH_TENANTS", 500)
 	manifests, err := config.DevManifests()
 	if err != nil {

@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 	"orderly.dev/orderly/config"
@@ -59,6 +61,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) (int, error) {
 	ctx := context.Background()
+	log.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	bin := os.Getenv("ORDERLY_BIN")
 	if bin == "" {
 		return 0, fmt.Errorf("ORDERLY_BIN is not set: run `make e2e`")
