@@ -37,9 +37,7 @@ type namespaceResult struct {
 	created bool
 	state   tenancyv1alpha1.NamespaceState
 	message string
-	// resourcesOK is false when a child object could not be brought to its state.
-	resourcesOK bool
-	err         error
+	err     error
 }
 
 // desiredNamespaceMeta is the labels and annotations Orderly sets on a tenant namespace.
@@ -103,7 +101,7 @@ func conflictMessage(ns *corev1.Namespace, t *tenancyv1alpha1.Tenant) string {
 // reconcileNamespace creates or claims one namespace, keeps its metadata, and then
 // converges the objects inside it.
 func (r *Reconciler) reconcileNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant, spec *tenancyv1alpha1.TenantNamespace) namespaceResult {
-	res := namespaceResult{name: spec.Name, state: tenancyv1alpha1.NamespaceReady, resourcesOK: true}
+	res := namespaceResult{name: spec.Name, state: tenancyv1alpha1.NamespaceReady}
 	lbls, annos := desiredNamespaceMeta(t, spec)
 
 	var ns corev1.Namespace
@@ -131,7 +129,6 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, t *tenancyv1alpha1.
 		return failed(res, fmt.Errorf("updating namespace %q: %w", ns.Name, err))
 	}
 	if msg, err := r.reconcileChildren(ctx, t, ns.Name); err != nil || msg != "" {
-		res.resourcesOK = false
 		res.state, res.message, res.err = tenancyv1alpha1.NamespaceFailed, msg, err
 		if err != nil && msg == "" {
 			res.message = err.Error()
@@ -141,7 +138,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, t *tenancyv1alpha1.
 }
 
 func failed(res namespaceResult, err error) namespaceResult {
-	res.state, res.message, res.err, res.resourcesOK = tenancyv1alpha1.NamespaceFailed, err.Error(), err, false
+	res.state, res.message, res.err = tenancyv1alpha1.NamespaceFailed, err.Error(), err
 	return res
 }
 

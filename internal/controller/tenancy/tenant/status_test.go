@@ -12,7 +12,7 @@ import (
 )
 
 func TestComputeStatus(t *testing.T) {
-	ready := namespaceResult{name: "a", state: tenancyv1alpha1.NamespaceReady, resourcesOK: true}
+	ready := namespaceResult{name: "a", state: tenancyv1alpha1.NamespaceReady}
 	tests := []struct {
 		name            string
 		results         []namespaceResult
@@ -23,13 +23,13 @@ func TestComputeStatus(t *testing.T) {
 		wantReadyCount  int32
 		wantMsgContains string
 	}{
-		{"all ready", []namespaceResult{ready, {name: "b", state: tenancyv1alpha1.NamespaceReady, resourcesOK: true}},
+		{"all ready", []namespaceResult{ready, {name: "b", state: tenancyv1alpha1.NamespaceReady}},
 			metav1.ConditionTrue, ReasonReady, metav1.ConditionFalse, metav1.ConditionTrue, 2, "All 2"},
-		{"conflict wins", []namespaceResult{ready, {name: "b", state: tenancyv1alpha1.NamespaceConflict, message: "belongs to tenant x", resourcesOK: true}},
+		{"conflict wins", []namespaceResult{ready, {name: "b", state: tenancyv1alpha1.NamespaceConflict, message: "belongs to tenant x"}},
 			metav1.ConditionFalse, ReasonNamespaceConflict, metav1.ConditionTrue, metav1.ConditionTrue, 1, "in conflict: b"},
 		{"failure", []namespaceResult{ready, {name: "b", state: tenancyv1alpha1.NamespaceFailed, message: "boom", err: errors.New("boom")}},
 			metav1.ConditionFalse, ReasonApplyFailed, metav1.ConditionFalse, metav1.ConditionFalse, 1, "failing: b"},
-		{"pending", []namespaceResult{{name: "a", state: tenancyv1alpha1.NamespacePending, resourcesOK: true}},
+		{"pending", []namespaceResult{{name: "a", state: tenancyv1alpha1.NamespacePending}},
 			metav1.ConditionFalse, ReasonNamespacePending, metav1.ConditionFalse, metav1.ConditionTrue, 0, "waiting for: a"},
 	}
 	for _, tt := range tests {
@@ -58,7 +58,7 @@ func TestComputeStatus(t *testing.T) {
 
 func TestComputeStatusKeepsTransitionTime(t *testing.T) {
 	tn := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "t", Generation: 1}}
-	results := []namespaceResult{{name: "a", state: tenancyv1alpha1.NamespaceReady, resourcesOK: true}}
+	results := []namespaceResult{{name: "a", state: tenancyv1alpha1.NamespaceReady}}
 	first := computeStatus(tn, results)
 	tn.Status = first
 	tn.Generation = 2
