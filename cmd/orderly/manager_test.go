@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestRunManagerRejectsBadFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    managerOptions
+		wantErr string
+	}{
+		{"unknown controller", managerOptions{controllers: []string{"tenant", "nope"}, logFormat: "json"}, `unknown controller "nope"`},
+		{"unknown log level", managerOptions{logLevel: "loud", logFormat: "json"}, `unknown --log-level "loud"`},
+		{"unknown log format", managerOptions{logFormat: "xml"}, `unknown --log-format "xml"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := runManager(context.Background(), tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestEveryControllerIsSelectable(t *testing.T) {
+	cmd := newManagerCommand()
+	def := cmd.Flags().Lookup("controllers").DefValue
+	for _, name := range controllerNames() {
+		if !strings.Contains(def, name) {
+			t.Errorf("controller %q is not in --controllers' default %s", name, def)
+		}
+		if !strings.Contains(cmd.Long, name) {
+			t.Errorf("controller %q is not listed in `orderly manager --help`", name)
+		}
+	}
+}
