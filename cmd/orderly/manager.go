@@ -25,7 +25,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+	"orderly.dev/orderly/internal/controller/data/databaseserver"
+	"orderly.dev/orderly/internal/controller/data/devdatabase"
+	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/controller/policy/labelpolicy"
+	"orderly.dev/orderly/internal/controller/power/sleepschedule"
 	"orderly.dev/orderly/internal/controller/tenancy/tenant"
 	"orderly.dev/orderly/internal/version"
 )
@@ -39,6 +47,13 @@ type managedController struct {
 
 // controllers lists every controller of Orderly by the name --controllers takes.
 var controllers = map[string]managedController{
+	labelpolicy.Name: {
+		cacheByObject: labelpolicy.CacheByObject,
+		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+			r := &labelpolicy.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-labelpolicy")}
+			return r.SetupWithManager(ctx, mgr, opts)
+		},
+	},
 	tenant.Name: {
 		cacheByObject: tenant.CacheByObject,
 		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
@@ -46,7 +61,32 @@ var controllers = map[string]managedController{
 			return r.SetupWithManager(ctx, mgr, opts)
 		},
 	},
+	sleepschedule.Name: {
+		cacheByObject: sleepschedule.CacheByObject,
+		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+			r := &sleepschedule.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-sleepschedule"),
+				Clock: sleepschedule.RealClock, Writers: 4 * opts.MaxConcurrentReconciles}
+			return r.SetupWithManager(ctx, mgr, opts)
+		},
+	},
+	databaseserver.Name: {
+		cacheByObject: databaseserver.CacheByObject,
+		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+			r := &databaseserver.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Connector: dbConnector}
+			return r.SetupWithManager(ctx, mgr, opts)
+		},
+	},
+	devdatabase.Name: {
+		cacheByObject: devdatabase.CacheByObject,
+		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+			r := &devdatabase.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-devdatabase"), Connector: dbConnector}
+			return r.SetupWithManager(ctx, mgr, opts)
+		},
+	},
 }
+
+// dbConnector pools the data controllers' connections to database servers.
+var dbConnector = postgres.NewConnector()
 
 func controllerNames() []string {
 	names := make([]string, 0, len(controllers))
@@ -61,6 +101,9 @@ func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(tenancyv1alpha1.AddToScheme(s))
+	utilruntime.Must(policyv1alpha1.AddToScheme(s))
+	utilruntime.Must(datav1alpha1.AddToScheme(s))
+	utilruntime.Must(powerv1alpha1.AddToScheme(s))
 	return s
 }
 

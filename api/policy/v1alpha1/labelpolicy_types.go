@@ -1,0 +1,269 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PolicyLabel is set on every admission object Orderly generates for a LabelPolicy;
+// its value is the LabelPolicy's name.
+const PolicyLabel = "policy.orderly.dev/labelpolicy"
+
+// Action says what happens to a workload whose label is missing or not allowed.
+// +kubebuilder:validation:Enum=Deny;Default;Audit
+type Action string
+
+const (
+	// ActionDeny rejects a workload whose label is missing or not allowed.
+	ActionDeny Action = "Deny"
+	// ActionDefault fills a missing label in from the namespace's label of the same
+	// name, else from spec.defaultValue, and rejects the workload when neither exists
+	// or the value is not allowed.
+	ActionDefault Action = "Default"
+	// ActionAudit admits every workload; violations are reported as warnings, in the
+	// API server's audit log and in the LabelPolicy's status.
+	ActionAudit Action = "Audit"
+)
+
+// Remediation says what the background audit does to existing workloads that violate
+// the policy.
+// +kubebuilder:validation:Enum=None;LabelOnly
+type Remediation string
+
+const (
+	// RemediateNone only reports violations.
+	RemediateNone Remediation = "None"
+	// RemediateLabelOnly adds the missing label (from the namespace label or
+	// spec.defaultValue) to the metadata of existing violating workloads, never to
+	// their pod templates, so that no rollout is triggered. Labels that are present
+	// with a value that is not allowed are reported, never overwritten.
+	RemediateLabelOnly Remediation = "LabelOnly"
+)
+
+// Kind is a workload kind a LabelPolicy can match.
+// +kubebuilder:validation:Enum=Deployment;StatefulSet;DaemonSet;Job;CronJob;Pod
+type Kind string
+
+// The kinds a LabelPolicy can match.
+const (
+	KindDeployment  Kind = "Deployment"
+	KindStatefulSet Kind = "StatefulSet"
+	KindDaemonSet   Kind = "DaemonSet"
+	KindJob         Kind = "Job"
+	KindCronJob     Kind = "CronJob"
+	KindPod         Kind = "Pod"
+)
+
+// Admission modes reported in status.admissionMode.
+const (
+	// AdmissionModeNative: the policy is enforced by a ValidatingAdmissionPolicy and,
+	// for Default and propagateToPodTemplate, a MutatingAdmissionPolicy.
+	AdmissionModeNative = "Native"
+	// AdmissionModeValidationOnly: the API server does not serve
+	// MutatingAdmissionPolicy, so labels are validated but not filled in.
+	AdmissionModeValidationOnly = "NativeValidationOnly"
+)
+
+// LabelPolicyMatch selects the workloads a policy applies to.
+type LabelPolicyMatch struct {
+	// kinds of workload the policy applies to. Pods are matched only when bare (they
+	// have no ownerReferences), so the policy never stops a ReplicaSet, Job or other
+	// controller from creating its pods.
+	// +optional
+	// +kubebuilder:default={Deployment,StatefulSet,DaemonSet,Job,CronJob,Pod}
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=6
+	// +listType=set
+	Kinds []Kind `json:"kinds,omitempty"`
+
+	// namespaceSelector restricts the policy to namespaces with matching labels; by
+	// default every namespace not excluded.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// excludedNamespaces are never subject to the policy. kube-system, kube-public and
+	// kube-node-lease are always excluded, whether listed or not.
+	// +optional
+	// +kubebuilder:default={kube-system,kube-public,kube-node-lease}
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+}
+
+// LabelPolicySpec is the label a cluster's workloads must carry.
+// +kubebuilder:validation:XValidation:rule="!has(self.defaultValue) || ((!has(self.allowedValues) || size(self.allowedValues) == 0) && !has(self.allowedPattern)) || (has(self.allowedValues) && self.defaultValue in self.allowedValues) || (has(self.allowedPattern) && self.defaultValue.matches('^(?:' + self.allowedPattern + ')$'))",message="defaultValue must be one of allowedValues or match allowedPattern"
+type LabelPolicySpec struct {
+	// label is the key every matched workload must carry, e.g. cost-center.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="label must be a valid label key: an optional DNS subdomain prefix and '/', then a name of at most 63 characters (alphanumerics, '-', '_', '.')"
+	Label string `json:"label"`
+
+	// allowedValues the label may take. When allowedPattern is set as well, a value is
+	// allowed when it is listed or matches the pattern. When neither is set, any
+	// non-empty value is allowed.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	AllowedValues []string `json:"allowedValues,omitempty"`
+
+	// allowedPattern is an RE2 regular expression the whole value must match
+	// (it is anchored: "cc-[0-9]+" allows "cc-42" but not "x-cc-42").
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="''.matches(self) || !''.matches(self)",message="allowedPattern must be a valid RE2 regular expression"
+	AllowedPattern string `json:"allowedPattern,omitempty"`
+
+	// match selects the workloads the policy applies to.
+	// +optional
+	Match LabelPolicyMatch `json:"match,omitempty,omitzero"`
+
+	// action is Deny (reject a missing or not allowed label), Default (fill a missing
+	// label in from the namespace's label of the same name, else from defaultValue;
+	// reject when neither exists) or Audit (admit, warn and report).
+	// +optional
+	// +kubebuilder:default=Deny
+	Action Action `json:"action,omitempty"`
+
+	// defaultValue is used by action Default when the namespace has no label of the
+	// same name, and by remediation LabelOnly.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	DefaultValue string `json:"defaultValue,omitempty"`
+
+	// propagateToPodTemplate also sets a missing label on the pod templates of
+	// workloads that are created, or updated in a way that changes the pod template
+	// anyway, so cost tools that read pods see it. It never causes a rollout by itself.
+	// +optional
+	PropagateToPodTemplate bool `json:"propagateToPodTemplate,omitempty"`
+
+	// remediate is None (default: report only) or LabelOnly (add the missing label
+	// to existing workloads' metadata, never to pod templates, so no rollout starts).
+	// +optional
+	// +kubebuilder:default=None
+	Remediate Remediation `json:"remediate,omitempty"`
+}
+
+// Violation is one workload that does not carry an allowed label.
+type Violation struct {
+	// kind of the workload, e.g. Deployment.
+	// +required
+	Kind string `json:"kind"`
+	// namespace of the workload.
+	// +required
+	Namespace string `json:"namespace"`
+	// name of the workload.
+	// +required
+	Name string `json:"name"`
+	// reason is Missing or NotAllowed.
+	// +required
+	Reason string `json:"reason"`
+	// value is the label's value when it is not allowed.
+	// +optional
+	Value string `json:"value,omitempty"`
+}
+
+// Violation reasons.
+const (
+	ViolationMissing    = "Missing"
+	ViolationNotAllowed = "NotAllowed"
+)
+
+// Condition types of a LabelPolicy.
+const (
+	// ConditionReady is True when the admission objects are in place and the last
+	// audit ran.
+	ConditionReady = "Ready"
+	// ConditionAdmissionReady is True when the generated admission policies and
+	// bindings are as the spec says.
+	ConditionAdmissionReady = "AdmissionReady"
+	// ConditionDefaultingAvailable is True when missing labels can be filled in at
+	// admission (MutatingAdmissionPolicy is served), False with a reason otherwise.
+	ConditionDefaultingAvailable = "DefaultingAvailable"
+	// ConditionCompliant is True when the last audit found no violating workload.
+	ConditionCompliant = "Compliant"
+)
+
+// LabelPolicyStatus is the observed state of a LabelPolicy.
+type LabelPolicyStatus struct {
+	// observedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// admissionMode is Native (ValidatingAdmissionPolicy and MutatingAdmissionPolicy)
+	// or NativeValidationOnly (the API server does not serve MutatingAdmissionPolicy:
+	// labels are validated, not filled in).
+	// +optional
+	AdmissionMode string `json:"admissionMode,omitempty"`
+
+	// violations is the number of matched workloads that lacked an allowed label at
+	// the last audit (after remediation, if any).
+	// +optional
+	Violations int32 `json:"violations"`
+
+	// remediated is the number of workloads labelled by the last audit.
+	// +optional
+	Remediated int32 `json:"remediated,omitempty"`
+
+	// topViolations lists up to 20 violating workloads, sorted by namespace, kind and name.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	TopViolations []Violation `json:"topViolations,omitempty"`
+
+	// lastAuditTime is when the last audit finished.
+	// +optional
+	LastAuditTime *metav1.Time `json:"lastAuditTime,omitempty"`
+
+	// conditions: Ready, AdmissionReady, DefaultingAvailable and Compliant.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// LabelPolicy requires a label (such as cost-center) on workloads: it rejects or
+// fills in missing labels at admission, through the API server's own admission
+// policies, and audits the workloads already running.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=lp,categories=orderly
+// +kubebuilder:printcolumn:name="Label",type=string,JSONPath=`.spec.label`
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.action`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.admissionMode`
+// +kubebuilder:printcolumn:name="Violations",type=integer,JSONPath=`.status.violations`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Last Audit",type=date,JSONPath=`.status.lastAuditTime`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="a LabelPolicy's name is used in the names of generated admission objects and must be at most 40 characters"
+type LabelPolicy struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the label required and what to do without it.
+	// +required
+	Spec LabelPolicySpec `json:"spec"`
+
+	// status is what Orderly observed.
+	// +optional
+	Status LabelPolicyStatus `json:"status,omitempty,omitzero"`
+}
+
+// LabelPolicyList is a list of LabelPolicies.
+// +kubebuilder:object:root=true
+type LabelPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the LabelPolicies.
+	Items []LabelPolicy `json:"items"`
+}

@@ -1,0 +1,351 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels and annotations that Orderly writes on the workloads it puts to sleep. They
+// live on the workload itself, so neither a restart of Orderly nor deleting and
+// recreating the SleepSchedule loses what must be restored.
+const (
+	// AsleepLabel names the SleepSchedule that put the workload to sleep.
+	AsleepLabel = "power.orderly.dev/asleep"
+	// SleepStateAnnotation holds, as JSON, what the workload looked like before it
+	// was put to sleep (replicas, CronJob suspend, HPA bounds) and what Orderly set.
+	SleepStateAnnotation = "power.orderly.dev/sleep-state"
+	// LeftAloneAnnotation is set when the workload's owner changed it while it was
+	// asleep: Orderly then neither fights the change nor restores it on waking.
+	LeftAloneAnnotation = "power.orderly.dev/left-alone"
+	// ExcludeAnnotation, set to "true" by a person on a workload, keeps it awake.
+	ExcludeAnnotation = "power.orderly.dev/exclude"
+)
+
+// Workload kinds a SleepSchedule acts on.
+const (
+	KindDeployment  = "Deployment"
+	KindStatefulSet = "StatefulSet"
+	KindCronJob     = "CronJob"
+)
+
+// AwakeWindow is a weekly time window in which workloads run.
+// +kubebuilder:validation:XValidation:rule="self.from != self.to",message="an awake window must not be empty: from and to are equal"
+type AwakeWindow struct {
+	// days the window starts on: day names Mon, Tue, Wed, Thu, Fri, Sat, Sun, ranges
+	// such as Mon-Fri (Fri-Mon wraps over the weekend) and comma-separated lists such
+	// as Sat,Sun or Mon,Wed-Fri.
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)(-(Mon|Tue|Wed|Thu|Fri|Sat|Sun))?(,(Mon|Tue|Wed|Thu|Fri|Sat|Sun)(-(Mon|Tue|Wed|Thu|Fri|Sat|Sun))?)*$')",message="days must be day names (Mon, Tue, Wed, Thu, Fri, Sat, Sun), ranges such as Mon-Fri, or comma-separated lists such as Sat,Sun"
+	Days string `json:"days"`
+
+	// from is the local time (HH:MM, 24-hour clock) at which the window opens.
+	// +required
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([01][0-9]|2[0-3]):[0-5][0-9]$')",message="from must be a time HH:MM between 00:00 and 23:59"
+	From string `json:"from"`
+
+	// to is the local time (HH:MM) at which the window closes; 24:00 means midnight at
+	// the end of the day. A time earlier than from makes the window cross midnight:
+	// it closes on the following day.
+	// +required
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$')",message="to must be a time HH:MM between 00:00 and 24:00"
+	To string `json:"to"`
+}
+
+// SleepTargets says which kinds of workload a SleepSchedule acts on.
+type SleepTargets struct {
+	// deployments are scaled to sleepReplicas while asleep (default true).
+	// +optional
+	// +kubebuilder:default=true
+	Deployments *bool `json:"deployments,omitempty"`
+
+	// statefulSets are scaled to sleepReplicas while asleep (default true).
+	// +optional
+	// +kubebuilder:default=true
+	StatefulSets *bool `json:"statefulSets,omitempty"`
+
+	// cronJobs are suspended while asleep (default true).
+	// +optional
+	// +kubebuilder:default=true
+	CronJobs *bool `json:"cronJobs,omitempty"`
+
+	// horizontalPodAutoscalers: when true (default), a Deployment or StatefulSet that an
+	// HPA scales is put to sleep too, and when sleepReplicas is above zero the HPA is
+	// pinned to sleepReplicas while asleep and restored on waking. (At zero replicas
+	// the HPA stops scaling by itself.) When false, workloads under an HPA never sleep.
+	// +optional
+	// +kubebuilder:default=true
+	HorizontalPodAutoscalers *bool `json:"horizontalPodAutoscalers,omitempty"`
+
+	// sleepReplicas is the replica count of Deployments and StatefulSets while asleep.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	SleepReplicas int32 `json:"sleepReplicas,omitempty"`
+}
+
+// WorkloadRef names one workload.
+type WorkloadRef struct {
+	// kind of the workload: Deployment, StatefulSet or CronJob.
+	// +required
+	// +kubebuilder:validation:Enum=Deployment;StatefulSet;CronJob
+	Kind string `json:"kind"`
+
+	// namespace of the workload; empty matches the name in every selected namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+
+	// name of the workload.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// SleepExclusions lists workloads that never sleep. A workload annotated
+// power.orderly.dev/exclude=true is excluded too.
+type SleepExclusions struct {
+	// workloads named one by one.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	Workloads []WorkloadRef `json:"workloads,omitempty"`
+
+	// selector matches the labels of workloads that never sleep.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// SleepScheduleSpec declares when the workloads of some namespaces run.
+// +kubebuilder:validation:XValidation:rule="has(self.namespaceSelector) || (has(self.namespaces) && size(self.namespaces) > 0)",message="select namespaces with namespaceSelector, namespaces, or both"
+type SleepScheduleSpec struct {
+	// namespaceSelector selects namespaces by label.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// namespaces are selected by name (in addition to namespaceSelector).
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=set
+	// +kubebuilder:validation:items:MaxLength=63
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// timeZone is the IANA time zone (such as Europe/Berlin) in which awake windows and
+	// holidays are read; daylight saving time is followed. Default UTC.
+	// +optional
+	// +kubebuilder:default=UTC
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$')",message="timeZone must be an IANA time zone name such as UTC or Europe/Berlin"
+	// +kubebuilder:validation:XValidation:rule="timestamp('2000-01-01T00:00:00Z').getHours(self) >= 0",message="timeZone is not a known IANA time zone"
+	TimeZone string `json:"timeZone,omitempty"`
+
+	// awake lists the weekly windows in which workloads run; outside them they sleep.
+	// With no window the namespaces sleep all the time unless woken by wakeUntil.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Awake []AwakeWindow `json:"awake,omitempty"`
+
+	// holidays are dates (YYYY-MM-DD, in timeZone) that are asleep all day.
+	// +optional
+	// +kubebuilder:validation:MaxItems=366
+	// +listType=set
+	// +kubebuilder:validation:items:MaxLength=10
+	// +kubebuilder:validation:XValidation:rule="self.all(d, d.matches('^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$'))",message="holidays must be dates YYYY-MM-DD"
+	Holidays []string `json:"holidays,omitempty"`
+
+	// targets says which kinds of workload sleep, and how.
+	// +optional
+	// +kubebuilder:default={}
+	Targets SleepTargets `json:"targets,omitempty,omitzero"`
+
+	// exclude lists workloads that never sleep.
+	// +optional
+	Exclude SleepExclusions `json:"exclude,omitempty,omitzero"`
+
+	// wakeUntil keeps everything awake until this time, whatever the windows and
+	// holidays say; then the schedule resumes by itself. Set it with
+	// `orderly sleep wake <schedule> --for 2h`.
+	// +optional
+	WakeUntil *metav1.Time `json:"wakeUntil,omitempty"`
+
+	// suspend pauses the schedule: workloads are left as they are, asleep or awake.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// dryRun computes and reports what would sleep, and changes nothing.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// SleepState is whether the schedule's namespaces are asleep or awake.
+// +kubebuilder:validation:Enum=Awake;Asleep
+type SleepState string
+
+// Values of SleepState.
+const (
+	StateAwake  SleepState = "Awake"
+	StateAsleep SleepState = "Asleep"
+)
+
+// TransitionAction is what a transition did.
+// +kubebuilder:validation:Enum=Sleep;Wake
+type TransitionAction string
+
+// Values of TransitionAction.
+const (
+	ActionSleep TransitionAction = "Sleep"
+	ActionWake  TransitionAction = "Wake"
+)
+
+// Transition is one past change of state.
+type Transition struct {
+	// time at which Orderly carried out the transition.
+	// +required
+	Time metav1.Time `json:"time"`
+
+	// action is Sleep or Wake.
+	// +required
+	Action TransitionAction `json:"action"`
+
+	// workloads is the number of workloads Orderly changed in this period (including
+	// workloads created while asleep and put to sleep later).
+	// +optional
+	Workloads int32 `json:"workloads,omitempty"`
+
+	// failures is the number of workloads Orderly could not change at its last attempt.
+	// +optional
+	Failures int32 `json:"failures,omitempty"`
+
+	// dryRun is true when nothing was changed because spec.dryRun was set.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// Condition types of a SleepSchedule.
+const (
+	// ConditionReady is True when every selected workload is in the scheduled state.
+	ConditionReady = "Ready"
+	// ConditionNamespaceConflict is True when another SleepSchedule owns a namespace
+	// that this one selects.
+	ConditionNamespaceConflict = "NamespaceConflict"
+	// ConditionWorkloadsReady is True when, while awake, every Deployment and
+	// StatefulSet has all its replicas ready.
+	ConditionWorkloadsReady = "WorkloadsReady"
+)
+
+// SleepScheduleStatus is the observed state of a SleepSchedule.
+type SleepScheduleStatus struct {
+	// observedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// state is Awake or Asleep, as the schedule says at the time of the last reconcile.
+	// +optional
+	State SleepState `json:"state,omitempty"`
+
+	// nextTransition is when the state changes next; empty when it never does.
+	// +optional
+	NextTransition *metav1.Time `json:"nextTransition,omitempty"`
+
+	// namespaces is the number of namespaces this schedule manages (selected and not
+	// owned by an older schedule).
+	// +optional
+	Namespaces int32 `json:"namespaces,omitempty"`
+
+	// workloads is the number of workloads the schedule applies to (not excluded).
+	// +optional
+	Workloads int32 `json:"workloads,omitempty"`
+
+	// sleepingWorkloads is the number of workloads Orderly holds asleep.
+	// +optional
+	SleepingWorkloads int32 `json:"sleepingWorkloads,omitempty"`
+
+	// readyWorkloads is the number of Deployments and StatefulSets with all their
+	// replicas ready (while awake).
+	// +optional
+	ReadyWorkloads int32 `json:"readyWorkloads,omitempty"`
+
+	// notReady names up to 20 awake workloads whose replicas are not all ready.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	NotReady []string `json:"notReady,omitempty"`
+
+	// leftAlone names up to 20 workloads that their owner changed while asleep and
+	// that Orderly therefore leaves as they are.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	LeftAlone []string `json:"leftAlone,omitempty"`
+
+	// leftAloneCount is the number of such workloads.
+	// +optional
+	LeftAloneCount int32 `json:"leftAloneCount,omitempty"`
+
+	// wouldSleep is, with dryRun, the number of workloads that would be asleep now.
+	// +optional
+	WouldSleep int32 `json:"wouldSleep,omitempty"`
+
+	// savedRequests is the CPU and memory requested by the pods that are not running
+	// because of this schedule.
+	// +optional
+	SavedRequests corev1.ResourceList `json:"savedRequests,omitempty"`
+
+	// history holds the last 10 transitions, newest first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	// +listType=atomic
+	History []Transition `json:"history,omitempty"`
+
+	// conditions: Ready, NamespaceConflict and WorkloadsReady.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// SleepSchedule scales the workloads of selected namespaces down outside business
+// hours and restores them exactly afterwards.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=slp,categories=orderly
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Next Transition",type=string,JSONPath=`.status.nextTransition`
+// +kubebuilder:printcolumn:name="Sleeping",type=integer,JSONPath=`.status.sleepingWorkloads`
+// +kubebuilder:printcolumn:name="Workloads",type=integer,JSONPath=`.status.workloads`
+// +kubebuilder:printcolumn:name="Saved CPU",type=string,JSONPath=`.status.savedRequests.cpu`
+// +kubebuilder:printcolumn:name="Saved Memory",type=string,JSONPath=`.status.savedRequests.memory`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a SleepSchedule's name is used as a label value and must be at most 63 characters"
+type SleepSchedule struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is when the selected namespaces are awake.
+	// +required
+	Spec SleepScheduleSpec `json:"spec"`
+
+	// status is what Orderly observed.
+	// +optional
+	Status SleepScheduleStatus `json:"status,omitempty,omitzero"`
+}
+
+// SleepScheduleList is a list of SleepSchedules.
+// +kubebuilder:object:root=true
+type SleepScheduleList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the SleepSchedules.
+	Items []SleepSchedule `json:"items"`
+}

@@ -1,0 +1,49 @@
+package databaseserver
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	"orderly.dev/orderly/internal/controller/data/engine"
+)
+
+func TestComputeStatus(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	for _, tc := range []struct {
+		name          string
+		obs           observation
+		wantReachable bool
+		wantReason    string
+		wantInUse     int32
+	}{
+		{name: "reachable", obs: observation{info: engine.Info{Version: "15.14", OwnedDatabases: 3}, at: t0},
+			wantReachable: true, wantReason: ReasonReachable, wantInUse: 3},
+		{name: "unreachable", obs: observation{err: engine.ErrUnreachable, at: t0}, wantReason: ReasonUnreachable},
+		{name: "credentials", obs: observation{err: errors.Join(engine.ErrCredentials, errors.New("no Secret")), at: t0}, wantReason: ReasonCredentialsMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &datav1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: "pg", Generation: 2}, Spec: datav1alpha1.DatabaseServerSpec{Host: "h", Port: 5432}}
+			st := computeStatus(s, tc.obs)
+			if st.Reachable != tc.wantReachable || st.DatabasesInUse != tc.wantInUse || st.ObservedGeneration != 2 {
+				t.Errorf("status = %+v", st)
+			}
+			for _, typ := range []string{datav1alpha1.ConditionReady, datav1alpha1.ConditionReachable} {
+				if c := meta.FindStatusCondition(st.Conditions, typ); c == nil || c.Reason != tc.wantReason {
+					t.Errorf("condition %s = %+v, want reason %s", typ, c, tc.wantReason)
+				}
+			}
+			// A second identical check does not move lastCheckTime, so nothing is written.
+			s.Status = st
+			tc.obs.at = t1
+			if again := computeStatus(s, tc.obs); !again.LastCheckTime.Equal(&t0) {
+				t.Errorf("lastCheckTime moved to %s on an unchanged check", again.LastCheckTime)
+			}
+		})
+	}
+}

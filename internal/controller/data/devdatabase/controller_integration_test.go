@@ -1,0 +1,467 @@
+//go:build integration
+
+package devdatabase
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	"orderly.dev/orderly/internal/testpg"
+)
+
+var seq atomic.Int64
+
+func uniq(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
+
+// newNamespace creates a namespace with labels for one test.
+func newNamespace(t *testing.T, lbls map[string]string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: uniq("devdb"), Labels: lbls}}
+	NewWithT(t).Expect(k.Create(context.Background(), ns)).To(Succeed())
+	return ns.Name
+}
+
+// newServer registers srv as a DatabaseServer, with its admin Secret.
+func newServer(t *testing.T, srv *testpg.Server, mutate func(*datav1alpha1.DatabaseServerSpec)) *datav1alpha1.DatabaseServer {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, nil)
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "admin"},
+		StringData: map[string]string{"username": srv.Username, "password": srv.Password}}
+	g.Expect(k.Create(ctx, sec)).To(Succeed())
+	s := &datav1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: uniq("pg")}, Spec: datav1alpha1.DatabaseServerSpec{
+		Engine: datav1alpha1.EnginePostgres, Host: srv.Host, Port: srv.Port, SSLMode: "disable",
+		AdminCredentialsSecretRef: datav1alpha1.SecretReference{Namespace: ns, Name: "admin"},
+	}}
+	if mutate != nil {
+		mutate(&s.Spec)
+	}
+	g.Expect(k.Create(ctx, s)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), s) })
+	return s
+}
+
+func newDevDB(t *testing.T, ns, name, server string, mutate func(*datav1alpha1.DevDatabaseSpec)) *datav1alpha1.DevDatabase {
+	t.Helper()
+	d := &datav1alpha1.DevDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: datav1alpha1.DevDatabaseSpec{ServerRef: server}}
+	if mutate != nil {
+		mutate(&d.Spec)
+	}
+	NewWithT(t).Expect(k.Create(context.Background(), d)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), d) })
+	return d
+}
+
+func getDevDB(g Gomega, d *datav1alpha1.DevDatabase) *datav1alpha1.DevDatabase {
+	var got datav1alpha1.DevDatabase
+	g.Expect(k.Get(context.Background(), client.ObjectKeyFromObject(d), &got)).To(Succeed())
+	return &got
+}
+
+// waitReason waits until the DevDatabase's Ready condition has reason.
+func waitReason(t *testing.T, d *datav1alpha1.DevDatabase, reason string) *datav1alpha1.DevDatabase {
+	t.Helper()
+	var got *datav1alpha1.DevDatabase
+	NewWithT(t).Eventually(func(g Gomega) {
+		got = getDevDB(g, d)
+		c := meta.FindStatusCondition(got.Status.Conditions, datav1alpha1.ConditionReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(reason), c.Message)
+	}, timeout, poll).Should(Succeed())
+	return got
+}
+
+func secretOf(g Gomega, ns, name string) map[string]string {
+	var sec corev1.Secret
+	g.Expect(k.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &sec)).To(Succeed())
+	out := map[string]string{}
+	for k, v := range sec.Data {
+		out[k] = string(v)
+	}
+	return out
+}
+
+// connectAs connects with the uri in a connection Secret, optionally to another database.
+func connectAs(ctx context.Context, data map[string]string, database string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(data[datav1alpha1.SecretKeyURI])
+	if err != nil {
+		return nil, err
+	}
+	if database != "" {
+		cfg.Database = database
+	}
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+func adminConn(t *testing.T, srv *testpg.Server) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), srv.URL("postgres"))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+func exists(t *testing.T, srv *testpg.Server, catalog, column, name string) bool {
+	t.Helper()
+	var n int
+	err := adminConn(t, srv).QueryRow(context.Background(), "SELECT count(*) FROM "+catalog+" WHERE "+column+" = $1", name).Scan(&n)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return n > 0
+}
+
+func databaseExists(t *testing.T, srv *testpg.Server, name string) bool {
+	return exists(t, srv, "pg_database", "datname", name)
+}
+
+func roleExists(t *testing.T, srv *testpg.Server, name string) bool {
+	return exists(t, srv, "pg_roles", "rolname", name)
+}
+
+func eventsFor(g Gomega, d *datav1alpha1.DevDatabase) []eventsv1.Event {
+	var list eventsv1.EventList
+	g.Expect(k.List(context.Background(), &list, client.InNamespace(d.Namespace))).To(Succeed())
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.UID == d.UID {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestIsolatedDatabasesWithConnectionSecrets(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newServer(t, pg, nil)
+	ns := newNamespace(t, nil)
+	a := newDevDB(t, ns, "alpha", s.Name, nil)
+	b := newDevDB(t, ns, "beta", s.Name, func(sp *datav1alpha1.DevDatabaseSpec) { sp.SecretName = "beta-conn" })
+
+	ga := waitReason(t, a, ReasonReady)
+	gb := waitReason(t, b, ReasonReady)
+	g.Expect(ga.Status.Phase).To(Equal(datav1alpha1.PhaseReady))
+	g.Expect(ga.Status.Database).To(Equal("orderly_" + strings.ReplaceAll(string(ga.UID), "-", "")))
+	g.Expect(ga.Status.ExpiresAt.Time).To(BeTemporally("~", ga.CreationTimestamp.Add(24*time.Hour), time.Second))
+	g.Expect(gb.Status.SecretName).To(Equal("beta-conn"))
+
+	sa := secretOf(g, ns, "alpha")
+	sb := secretOf(g, ns, "beta-conn")
+	g.Expect(sa).To(HaveKey(datav1alpha1.SecretKeyHost))
+	g.Expect(sa[datav1alpha1.SecretKeyPort]).To(Equal(fmt.Sprint(pg.Port)))
+	g.Expect(sa[datav1alpha1.SecretKeyDatabase]).To(Equal(ga.Status.Database))
+	g.Expect(sa[datav1alpha1.SecretKeyUsername]).To(Equal(ga.Status.Role))
+	g.Expect(sa[datav1alpha1.SecretKeyJDBCURL]).To(HavePrefix("jdbc:postgresql://"))
+	g.Expect(sa[datav1alpha1.SecretKeyPassword]).NotTo(BeEmpty())
+
+	// Each role works in its own database.
+	ca, err := connectAs(ctx, sa, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer ca.Close(ctx)
+	_, err = ca.Exec(ctx, "CREATE TABLE t (id int); INSERT INTO t VALUES (1)")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// ...and cannot connect to another's.
+	_, err = connectAs(ctx, sa, gb.Status.Database)
+	g.Expect(err).To(MatchError(ContainSubstring("permission denied for database")))
+	_, err = connectAs(ctx, sb, ga.Status.Database)
+	g.Expect(err).To(MatchError(ContainSubstring("permission denied for database")))
+
+	// Marked as Orderly's with the owner's UID.
+	var comment string
+	g.Expect(adminConn(t, pg).QueryRow(ctx, "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1", ga.Status.Database).Scan(&comment)).To(Succeed())
+	g.Expect(comment).To(Equal("orderly.dev/owner-uid=" + string(ga.UID)))
+
+	// The server reports itself.
+	g.Eventually(func(g Gomega) {
+		var got datav1alpha1.DatabaseServer
+		g.Expect(k.Get(ctx, client.ObjectKeyFromObject(s), &got)).To(Succeed())
+		g.Expect(got.Status.Reachable).To(BeTrue())
+		g.Expect(got.Status.ServerVersion).NotTo(BeEmpty())
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, datav1alpha1.ConditionReady)).To(BeTrue())
+	}, timeout, poll).Should(Succeed())
+
+	// Passwords are in the Secret only: not in status or Events.
+	g.Eventually(func(g Gomega) { g.Expect(eventsFor(g, ga)).NotTo(BeEmpty()) }, timeout, poll).Should(Succeed())
+	for _, e := range eventsFor(g, ga) {
+		g.Expect(e.Note).NotTo(ContainSubstring(sa[datav1alpha1.SecretKeyPassword]))
+	}
+	g.Expect(fmt.Sprintf("%+v", getDevDB(g, a).Status)).NotTo(ContainSubstring(sa[datav1alpha1.SecretKeyPassword]))
+}
+
+func TestSecretDeletedIsRecreatedWithNewPassword(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newServer(t, pg, nil)
+	ns := newNamespace(t, nil)
+	d := newDevDB(t, ns, "app", s.Name, nil)
+	waitReason(t, d, ReasonReady)
+	old := secretOf(g, ns, "app")
+	g.Expect(k.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}})).To(Succeed())
+	var fresh map[string]string
+	g.Eventually(func(g Gomega) {
+		fresh = secretOf(g, ns, "app")
+		g.Expect(fresh[datav1alpha1.SecretKeyPassword]).NotTo(Equal(old[datav1alpha1.SecretKeyPassword]))
+	}, timeout, poll).Should(Succeed())
+	c, err := connectAs(ctx, fresh, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = c.Close(ctx)
+	_, err = connectAs(ctx, old, "")
+	g.Expect(err).To(HaveOccurred())
+}
+
+func TestTemplateCloneAndTemplateInUse(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	admin := adminConn(t, pg)
+	tmpl := strings.ReplaceAll(uniq("seed"), "-", "_")
+	_, err := admin.Exec(ctx, "CREATE DATABASE "+tmpl)
+	g.Expect(err).NotTo(HaveOccurred())
+	seed, err := pgx.Connect(ctx, pg.URL(tmpl))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = seed.Exec(ctx, "CREATE TABLE customers (id int primary key, name text); INSERT INTO customers VALUES (1, 'Ada'), (2, 'Grace')")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	s := newServer(t, pg, func(sp *datav1alpha1.DatabaseServerSpec) {
+		sp.Templates = []datav1alpha1.DatabaseTemplate{{Name: "seed", Database: tmpl}}
+	})
+	ns := newNamespace(t, nil)
+
+	// While someone is connected to the template, the clone waits and says why.
+	d := newDevDB(t, ns, "clone", s.Name, func(sp *datav1alpha1.DevDatabaseSpec) { sp.Template = "seed" })
+	got := waitReason(t, d, ReasonTemplateInUse)
+	g.Expect(got.Status.Phase).To(Equal(datav1alpha1.PhasePending))
+	g.Expect(seed.Close(ctx)).To(Succeed())
+
+	waitReason(t, d, ReasonReady)
+	c, err := connectAs(ctx, secretOf(g, ns, "clone"), "")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer c.Close(ctx)
+	var n int
+	g.Expect(c.QueryRow(ctx, "SELECT count(*) FROM customers").Scan(&n)).To(Succeed())
+	g.Expect(n).To(Equal(2))
+	_, err = c.Exec(ctx, "INSERT INTO customers VALUES (3, 'Barbara')")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// Unknown template names are reported.
+	bad := newDevDB(t, ns, "bad-template", s.Name, func(sp *datav1alpha1.DevDatabaseSpec) { sp.Template = "nope" })
+	got = waitReason(t, bad, ReasonTemplateNotFound)
+	g.Expect(got.Status.Phase).To(Equal(datav1alpha1.PhaseFailed))
+}
+
+func TestExpiryWarnsThenDropsAndExtensionRecreates(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newServer(t, pg, nil)
+	ns := newNamespace(t, nil)
+	d := newDevDB(t, ns, "short", s.Name, func(sp *datav1alpha1.DevDatabaseSpec) { sp.TTL = metav1.Duration{Duration: 8 * time.Second} })
+	got := waitReason(t, d, ReasonReady)
+	db := got.Status.Database
+	g.Expect(databaseExists(t, pg, db)).To(BeTrue())
+	c, err := connectAs(ctx, secretOf(g, ns, "short"), "")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer c.Close(ctx)
+
+	// An Event before expiry...
+	g.Eventually(func(g Gomega) {
+		reasons := []string{}
+		for _, e := range eventsFor(g, got) {
+			reasons = append(reasons, e.Reason)
+		}
+		g.Expect(reasons).To(ContainElement(ReasonExpiringSoon))
+		g.Expect(meta.IsStatusConditionTrue(getDevDB(g, d).Status.Conditions, datav1alpha1.ConditionExpiringSoon)).To(BeTrue())
+	}, timeout, poll).Should(Succeed())
+	g.Expect(databaseExists(t, pg, db)).To(BeTrue())
+
+	// ...then the drop, with connections terminated and the Secret removed.
+	waitReason(t, d, ReasonExpired)
+	g.Expect(getDevDB(g, d).Status.Phase).To(Equal(datav1alpha1.PhaseExpired))
+	g.Expect(databaseExists(t, pg, db)).To(BeFalse())
+	g.Expect(roleExists(t, pg, got.Status.Role)).To(BeFalse())
+	err = k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "short"}, &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+
+	// Raising the ttl brings a new, empty database.
+	cur := getDevDB(g, d)
+	cur.Spec.TTL = metav1.Duration{Duration: time.Hour}
+	g.Expect(k.Update(ctx, cur)).To(Succeed())
+	waitReason(t, d, ReasonReady)
+	g.Expect(databaseExists(t, pg, db)).To(BeTrue())
+}
+
+func TestDeletionDropsAndRetainKeeps(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newServer(t, pg, nil)
+	ns := newNamespace(t, nil)
+	del := newDevDB(t, ns, "del", s.Name, nil)
+	keep := newDevDB(t, ns, "keep", s.Name, func(sp *datav1alpha1.DevDatabaseSpec) {
+		sp.DeletionPolicy = datav1alpha1.DatabaseDeletionPolicyRetain
+	})
+	gd := waitReason(t, del, ReasonReady)
+	gk := waitReason(t, keep, ReasonReady)
+
+	// Secret first, then the DevDatabase: any order works.
+	g.Expect(k.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "del"}})).To(Succeed())
+	g.Expect(k.Delete(ctx, del)).To(Succeed())
+	g.Expect(k.Delete(ctx, keep)).To(Succeed())
+	for _, d := range []*datav1alpha1.DevDatabase{del, keep} {
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(d), &datav1alpha1.DevDatabase{}))
+		}, timeout, poll).Should(BeTrue())
+	}
+	g.Expect(databaseExists(t, pg, gd.Status.Database)).To(BeFalse())
+	g.Expect(roleExists(t, pg, gd.Status.Role)).To(BeFalse())
+	g.Expect(databaseExists(t, pg, gk.Status.Database)).To(BeTrue(), "Retain keeps the database")
+	g.Expect(roleExists(t, pg, gk.Status.Role)).To(BeFalse(), "Retain removes the login role")
+}
+
+func TestNeverTouchesWhatIsNotItsOwn(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t, nil)
+	server := uniq("later")
+	d := newDevDB(t, ns, "squatted", server, nil)
+	got := waitReason(t, d, ReasonServerNotFound)
+	// Someone else already has a role with the name Orderly would use.
+	_, err := adminConn(t, pg).Exec(ctx, "CREATE ROLE "+got.Status.Role+" LOGIN")
+	g.Expect(err).NotTo(HaveOccurred())
+	s := newServer(t, pg, nil)
+	cur := getDevDB(g, d)
+	// serverRef cannot change, so create the server under the name the DevDatabase uses.
+	_ = cur
+	s2 := s.DeepCopy()
+	s2.ObjectMeta = metav1.ObjectMeta{Name: server}
+	g.Expect(k.Create(ctx, s2)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), s2) })
+
+	waitReason(t, d, ReasonNotOwned)
+	g.Expect(k.Delete(ctx, d)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(d), &datav1alpha1.DevDatabase{}))
+	}, timeout, poll).Should(BeTrue())
+	g.Expect(roleExists(t, pg, got.Status.Role)).To(BeTrue(), "a role Orderly did not create is never dropped")
+}
+
+func TestLimitsPerServerAndPerNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newServer(t, pg, func(sp *datav1alpha1.DatabaseServerSpec) {
+		sp.Limits.MaxDatabases = ptr(int32(2))
+		sp.Limits.MaxDatabasesPerNamespace = ptr(int32(1))
+	})
+	ns1, ns2, ns3 := newNamespace(t, nil), newNamespace(t, nil), newNamespace(t, nil)
+	a := newDevDB(t, ns1, "a", s.Name, nil)
+	waitReason(t, a, ReasonReady)
+	a2 := newDevDB(t, ns1, "a2", s.Name, nil)
+	got := waitReason(t, a2, ReasonLimitExceeded)
+	g.Expect(meta.FindStatusCondition(got.Status.Conditions, datav1alpha1.ConditionReady).Message).To(ContainSubstring("Namespace " + ns1))
+	b := newDevDB(t, ns2, "b", s.Name, nil)
+	waitReason(t, b, ReasonReady)
+	c := newDevDB(t, ns3, "c", s.Name, nil)
+	got = waitReason(t, c, ReasonLimitExceeded)
+	g.Expect(meta.FindStatusCondition(got.Status.Conditions, datav1alpha1.ConditionReady).Message).To(ContainSubstring("limit of 2"))
+
+	// A freed slot goes to the oldest waiting DevDatabase.
+	g.Expect(k.Delete(ctx, b)).To(Succeed())
+	waitReason(t, a2, ReasonLimitExceeded)
+	waitReason(t, c, ReasonReady)
+}
+
+func TestBadInputIsRefusedOrReported(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newServer(t, pg, func(sp *datav1alpha1.DatabaseServerSpec) {
+		sp.MaxTTL = metav1.Duration{Duration: 48 * time.Hour}
+		sp.AllowedNamespaces = &metav1.LabelSelector{MatchLabels: map[string]string{"databases": "allowed"}}
+	})
+	ok := newNamespace(t, map[string]string{"databases": "allowed"})
+	other := newNamespace(t, nil)
+
+	// Refused by the API server.
+	for name, spec := range map[string]datav1alpha1.DevDatabaseSpec{
+		"zero-ttl":      {ServerRef: s.Name, TTL: metav1.Duration{}},
+		"bad-extension": {ServerRef: s.Name, Extensions: []string{"pg_trgm; DROP DATABASE x"}},
+		"bad-policy":    {ServerRef: s.Name, DeletionPolicy: "Forget"},
+	} {
+		d := &datav1alpha1.DevDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ok, Name: name}, Spec: spec}
+		if name == "zero-ttl" {
+			d.Spec.TTL = metav1.Duration{Duration: -time.Second}
+		}
+		err := k.Create(ctx, d)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", name, err)
+	}
+
+	// Reported in status.
+	long := newDevDB(t, ok, "long", s.Name, func(sp *datav1alpha1.DevDatabaseSpec) { sp.TTL = metav1.Duration{Duration: 72 * time.Hour} })
+	got := waitReason(t, long, ReasonTTLTooLong)
+	g.Expect(got.Status.Phase).To(Equal(datav1alpha1.PhaseFailed))
+	unknown := newDevDB(t, ok, "unknown", "no-such-server", nil)
+	waitReason(t, unknown, ReasonServerNotFound)
+	denied := newDevDB(t, other, "denied", s.Name, nil)
+	waitReason(t, denied, ReasonNamespaceNotAllowed)
+	ext := newDevDB(t, ok, "ext", s.Name, func(sp *datav1alpha1.DevDatabaseSpec) { sp.Extensions = []string{"no_such_extension"} })
+	waitReason(t, ext, ReasonExtensionFailed)
+	good := newDevDB(t, ok, "good", s.Name, func(sp *datav1alpha1.DevDatabaseSpec) { sp.Extensions = []string{"plpgsql"} })
+	waitReason(t, good, ReasonReady)
+
+	// serverRef is immutable.
+	cur := getDevDB(g, good)
+	cur.Spec.ServerRef = "elsewhere"
+	g.Expect(apierrors.IsInvalid(k.Update(ctx, cur))).To(BeTrue())
+}
+
+func TestUnreachableServerIsReportedAndRetried(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	down, err := testpg.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(down.Close)
+	g.Expect(down.Stop()).To(Succeed())
+
+	s := newServer(t, down, nil)
+	g.Eventually(func(g Gomega) {
+		var got datav1alpha1.DatabaseServer
+		g.Expect(k.Get(ctx, client.ObjectKeyFromObject(s), &got)).To(Succeed())
+		g.Expect(got.Status.Reachable).To(BeFalse())
+		c := meta.FindStatusCondition(got.Status.Conditions, datav1alpha1.ConditionReachable)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	}, timeout, poll).Should(Succeed())
+
+	ns := newNamespace(t, nil)
+	d := newDevDB(t, ns, "patient", s.Name, nil)
+	got := waitReason(t, d, ReasonServerUnreachable)
+	g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, datav1alpha1.ConditionServerReachable)).To(BeTrue())
+
+	g.Expect(down.StartAgain()).To(Succeed())
+	got = waitReason(t, d, ReasonReady)
+	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, datav1alpha1.ConditionServerReachable)).To(BeTrue())
+
+	// Deleted while the server is down: kept and reported, then finished once it is back.
+	g.Expect(down.Stop()).To(Succeed())
+	g.Expect(k.Delete(ctx, d)).To(Succeed())
+	got = waitReason(t, d, ReasonServerUnreachable)
+	g.Expect(got.Status.Phase).To(Equal(datav1alpha1.PhaseDeleting))
+	g.Expect(down.StartAgain()).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(d), &datav1alpha1.DevDatabase{}))
+	}, 60*time.Second, poll).Should(BeTrue())
+	g.Expect(databaseExists(t, down, got.Status.Database)).To(BeFalse())
+}
+
+func ptr[T any](v T) *T { return &v }

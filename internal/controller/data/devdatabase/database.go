@@ -1,0 +1,246 @@
+package devdatabase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	"orderly.dev/orderly/internal/controller/data/engine"
+)
+
+// expiresAt is the creation time plus the ttl.
+func expiresAt(d *datav1alpha1.DevDatabase) time.Time {
+	return d.CreationTimestamp.Add(d.Spec.TTL.Duration)
+}
+
+func expired(d *datav1alpha1.DevDatabase, now time.Time) bool {
+	return !now.Before(expiresAt(d))
+}
+
+// warnAt is when the ExpiringSoon Event is sent: an hour before expiry, or a
+// quarter of the ttl for shorter ttls.
+func warnAt(d *datav1alpha1.DevDatabase) time.Time {
+	lead := min(time.Hour, d.Spec.TTL.Duration/4)
+	return expiresAt(d).Add(-lead)
+}
+
+func databaseName(d *datav1alpha1.DevDatabase) string {
+	db, _ := engine.Names(string(d.UID))
+	return db
+}
+
+func secretName(d *datav1alpha1.DevDatabase) string {
+	if d.Spec.SecretName != "" {
+		return d.Spec.SecretName
+	}
+	return d.Name
+}
+
+func engineDatabase(d *datav1alpha1.DevDatabase) engine.Database {
+	db, role := engine.Names(string(d.UID))
+	return engine.Database{Name: db, Role: role, OwnerUID: string(d.UID), Extensions: d.Spec.Extensions}
+}
+
+func (r *Reconciler) connect(ctx context.Context, s *datav1alpha1.DatabaseServer) (engine.Engine, engine.Server, error) {
+	srv, err := engine.ServerFor(ctx, r.APIReader, s)
+	if err != nil {
+		return nil, srv, err
+	}
+	e, err := r.Connector.Connect(ctx, string(s.Spec.Engine), srv)
+	return e, srv, err
+}
+
+// admit checks what the server's rules allow: namespace, ttl, template, limits.
+func (r *Reconciler) admit(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) (outcome, bool) {
+	if sel := s.Spec.AllowedNamespaces; sel != nil {
+		selector, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonNamespaceNotAllowed,
+				message: fmt.Sprintf("DatabaseServer %s has an invalid allowedNamespaces: %v", s.Name, err)}, false
+		}
+		var ns corev1.Namespace
+		if err := r.Get(ctx, client.ObjectKey{Name: d.Namespace}, &ns); err != nil {
+			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonNamespaceNotAllowed, message: err.Error(), err: err}, false
+		}
+		if !selector.Matches(k8slabels.Set(ns.Labels)) {
+			return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonNamespaceNotAllowed,
+				message: fmt.Sprintf("DatabaseServer %s does not allow namespace %s (allowedNamespaces: %s)", s.Name, d.Namespace, selector)}, false
+		}
+	}
+	if maxTTL := s.Spec.MaxTTL.Duration; maxTTL > 0 && d.Spec.TTL.Duration > maxTTL {
+		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonTTLTooLong,
+			message: fmt.Sprintf("ttl %s is longer than DatabaseServer %s allows (maxTTL %s)", d.Spec.TTL.Duration, s.Name, maxTTL)}, false
+	}
+	if d.Spec.Template != "" && templateDatabase(s, d.Spec.Template) == "" {
+		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonTemplateNotFound,
+			message: fmt.Sprintf("DatabaseServer %s has no template %q (spec.templates)", s.Name, d.Spec.Template)}, false
+	}
+	if msg, ok, err := r.withinLimits(ctx, d, s); err != nil {
+		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonLimitExceeded, message: err.Error(), err: err}, false
+	} else if !ok {
+		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonLimitExceeded, message: msg, retry: recheckLimit}, false
+	}
+	return outcome{}, true
+}
+
+func templateDatabase(s *datav1alpha1.DatabaseServer, name string) string {
+	for _, t := range s.Spec.Templates {
+		if t.Name == name {
+			return t.Database
+		}
+	}
+	return ""
+}
+
+// withinLimits admits DevDatabases in a deterministic order (ready ones first, then
+// by creation time), so that concurrent reconciles agree on who gets the last slot.
+func (r *Reconciler) withinLimits(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) (string, bool, error) {
+	lim := s.Spec.Limits
+	if lim.MaxDatabases == nil && lim.MaxDatabasesPerNamespace == nil {
+		return "", true, nil
+	}
+	var list datav1alpha1.DevDatabaseList
+	if err := r.List(ctx, &list, client.MatchingFields{serverIndex: s.Name}); err != nil {
+		return "", false, fmt.Errorf("listing DevDatabases on server %s: %w", s.Name, err)
+	}
+	now := r.Clock.Now()
+	live := make([]*datav1alpha1.DevDatabase, 0, len(list.Items))
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.DeletionTimestamp.IsZero() && !expired(o, now) {
+			live = append(live, o)
+		}
+	}
+	ready := func(o *datav1alpha1.DevDatabase) bool { return o.Status.Phase == datav1alpha1.PhaseReady }
+	sort.SliceStable(live, func(i, j int) bool {
+		a, b := live[i], live[j]
+		if ready(a) != ready(b) {
+			return ready(a)
+		}
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	if ready(d) {
+		return "", true, nil
+	}
+	// Admit in order; one held back by its namespace's limit takes no server slot.
+	total, perNamespace := 0, map[string]int{}
+	for _, o := range live {
+		nsFull := lim.MaxDatabasesPerNamespace != nil && int32(perNamespace[o.Namespace]) >= *lim.MaxDatabasesPerNamespace
+		serverFull := lim.MaxDatabases != nil && int32(total) >= *lim.MaxDatabases
+		if o.UID == d.UID {
+			switch {
+			case nsFull:
+				return fmt.Sprintf("Namespace %s holds its limit of %d DevDatabases on DatabaseServer %s; waiting for one to expire or be deleted", d.Namespace, *lim.MaxDatabasesPerNamespace, s.Name), false, nil
+			case serverFull:
+				return fmt.Sprintf("DatabaseServer %s holds its limit of %d DevDatabases; waiting for one to expire or be deleted", s.Name, *lim.MaxDatabases), false, nil
+			}
+			return "", true, nil
+		}
+		if !nsFull && !serverFull {
+			total++
+			perNamespace[o.Namespace]++
+		}
+	}
+	// Not in the cache yet: judge by the others alone.
+	if m := lim.MaxDatabases; m != nil && int32(total) >= *m {
+		return fmt.Sprintf("DatabaseServer %s holds its limit of %d DevDatabases; waiting for one to expire or be deleted", s.Name, *m), false, nil
+	}
+	if m := lim.MaxDatabasesPerNamespace; m != nil && int32(perNamespace[d.Namespace]) >= *m {
+		return fmt.Sprintf("Namespace %s holds its limit of %d DevDatabases on DatabaseServer %s; waiting for one to expire or be deleted", d.Namespace, *m, s.Name), false, nil
+	}
+	return "", true, nil
+}
+
+// ensure creates what is missing on the server and the connection Secret.
+func (r *Reconciler) ensure(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) outcome {
+	e, srv, err := r.connect(ctx, s)
+	if err != nil {
+		return outcomeFor(err, datav1alpha1.PhasePending)
+	}
+	db := engineDatabase(d)
+	db.Template = templateDatabase(s, d.Spec.Template)
+	current, err := r.currentSecret(ctx, d)
+	if err != nil {
+		if errors.Is(err, errSecretConflict) {
+			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretConflict, message: err.Error()}
+		}
+		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretFailed, message: err.Error(), err: err}
+	}
+	if current != nil && len(current.Data[datav1alpha1.SecretKeyPassword]) > 0 {
+		db.Password = string(current.Data[datav1alpha1.SecretKeyPassword])
+	} else {
+		db.Password, db.SetPassword = engine.Password(), true
+	}
+	res, err := e.Ensure(ctx, db)
+	if err != nil {
+		return outcomeFor(err, datav1alpha1.PhasePending)
+	}
+	if res.Created {
+		what := "empty"
+		if db.Template != "" {
+			what = "cloned from template " + d.Spec.Template
+		}
+		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, "DatabaseCreated", "Create", "Created database %s (%s) with role %s on %s", db.Name, what, db.Role, s.Name)
+		created.WithLabelValues(s.Name).Inc()
+	}
+	if err := r.ensureSecret(ctx, d, current, srv, db); err != nil {
+		if errors.Is(err, errSecretConflict) {
+			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretConflict, message: err.Error()}
+		}
+		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretFailed, message: err.Error(), err: err}
+	}
+	if err := r.deleteSecrets(ctx, d, secretName(d)); err != nil {
+		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretFailed, message: err.Error(), err: err}
+	}
+	if res.Created {
+		readySeconds.Observe(r.Clock.Since(d.CreationTimestamp.Time).Seconds())
+	}
+	return outcome{phase: datav1alpha1.PhaseReady, reason: ReasonReady, reachable: true,
+		message: fmt.Sprintf("Database %s is ready; credentials in Secret %s", db.Name, secretName(d))}
+}
+
+// drop drops or releases the database and role according to deletionPolicy.
+func (r *Reconciler) drop(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) error {
+	e, _, err := r.connect(ctx, s)
+	if err != nil {
+		return err
+	}
+	retain := d.Spec.DeletionPolicy == datav1alpha1.DatabaseDeletionPolicyRetain
+	if err := e.Drop(ctx, engineDatabase(d), retain); err != nil {
+		return err
+	}
+	dropped.WithLabelValues(s.Name).Inc()
+	return nil
+}
+
+// expire drops the database of an expired DevDatabase and removes the Secret; the
+// DevDatabase stays, Expired, until someone deletes it or raises its ttl.
+func (r *Reconciler) expire(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) outcome {
+	if d.Status.Phase != datav1alpha1.PhaseExpired {
+		if err := r.drop(ctx, d, s); err != nil {
+			return outcomeFor(err, d.Status.Phase)
+		}
+		what := "dropped"
+		if d.Spec.DeletionPolicy == datav1alpha1.DatabaseDeletionPolicyRetain {
+			what = "retained (its role was dropped)"
+		}
+		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonExpired, "Expire", "ttl %s ran out: database %s %s", d.Spec.TTL.Duration, databaseName(d), what)
+	}
+	if err := r.deleteSecrets(ctx, d, ""); err != nil {
+		return outcome{phase: d.Status.Phase, reason: ReasonSecretFailed, message: err.Error(), err: err}
+	}
+	return outcome{phase: datav1alpha1.PhaseExpired, reason: ReasonExpired, reachable: true,
+		message: fmt.Sprintf("ttl %s ran out at %s; raise spec.ttl (orderly db extend) for a new empty database, or delete this DevDatabase",
+			d.Spec.TTL.Duration, expiresAt(d).UTC().Format(time.RFC3339))}
+}

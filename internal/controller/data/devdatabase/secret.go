@@ -1,0 +1,138 @@
+package devdatabase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/labels"
+)
+
+var errSecretConflict = errors.New("secret belongs to someone else")
+
+// currentSecret reads the DevDatabase's Secret once per reconcile: its password is
+// the role's, and a Secret that vanishes after this read must not be recreated with
+// it (the write then fails and the retry sets a new password). nil when missing.
+func (r *Reconciler) currentSecret(ctx context.Context, d *datav1alpha1.DevDatabase) (*corev1.Secret, error) {
+	var sec corev1.Secret
+	err := r.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: secretName(d)}, &sec)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(&sec, d) {
+		return nil, fmt.Errorf("%w: Secret %s exists and is not this DevDatabase's; choose another spec.secretName", errSecretConflict, sec.Name)
+	}
+	return &sec, nil
+}
+
+// connectionData is the Secret's content.
+func connectionData(srv engine.Server, db engine.Database) map[string][]byte {
+	port := strconv.Itoa(int(srv.Port))
+	hostPort := net.JoinHostPort(srv.Host, port)
+	sslMode := srv.SSLMode
+	if sslMode == "" {
+		sslMode = "prefer"
+	}
+	uri := url.URL{Scheme: "postgresql", User: url.UserPassword(db.Role, db.Password), Host: hostPort, Path: "/" + db.Name,
+		RawQuery: url.Values{"sslmode": {sslMode}}.Encode()}
+	jdbcSSL := "prefer"
+	switch sslMode {
+	case "disable", "allow", "prefer", "require", "verify-ca", "verify-full":
+		jdbcSSL = sslMode
+	}
+	jdbc := url.URL{Scheme: "postgresql", Host: hostPort, Path: "/" + db.Name,
+		RawQuery: url.Values{"user": {db.Role}, "password": {db.Password}, "sslmode": {jdbcSSL}}.Encode()}
+	return map[string][]byte{
+		datav1alpha1.SecretKeyHost:     []byte(srv.Host),
+		datav1alpha1.SecretKeyPort:     []byte(port),
+		datav1alpha1.SecretKeyDatabase: []byte(db.Name),
+		datav1alpha1.SecretKeyUsername: []byte(db.Role),
+		datav1alpha1.SecretKeyPassword: []byte(db.Password),
+		datav1alpha1.SecretKeyURI:      []byte(uri.String()),
+		datav1alpha1.SecretKeyJDBCURL:  []byte("jdbc:" + jdbc.String()),
+	}
+}
+
+// ensureSecret creates or corrects the connection Secret, owned by the DevDatabase.
+func (r *Reconciler) ensureSecret(ctx context.Context, d *datav1alpha1.DevDatabase, current *corev1.Secret, srv engine.Server, db engine.Database) error {
+	exists := current != nil
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: secretName(d)}}
+	if exists {
+		sec = current.DeepCopy()
+	}
+	want := connectionData(srv, db)
+	before := sec.DeepCopy()
+	if sec.Labels == nil {
+		sec.Labels = map[string]string{}
+	}
+	sec.Labels[labels.ManagedBy] = labels.ManagedByValue
+	sec.Labels[datav1alpha1.DevDatabaseLabel] = d.Name
+	sec.Type = corev1.SecretTypeOpaque
+	sec.Data = want
+	if err := controllerutil.SetControllerReference(d, sec, r.Scheme()); err != nil {
+		return err
+	}
+	if !exists {
+		if err := r.Create(ctx, sec, client.FieldOwner(labels.FieldManager)); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// Not in the cache, so not labelled as Orderly's: someone else's.
+				return fmt.Errorf("%w: Secret %s exists and is not this DevDatabase's; choose another spec.secretName", errSecretConflict, sec.Name)
+			}
+			return fmt.Errorf("creating Secret %s: %w", sec.Name, err)
+		}
+		return nil
+	}
+	if equalSecret(before, sec) {
+		return nil
+	}
+	if err := r.Patch(ctx, sec, client.MergeFrom(before), client.FieldOwner(labels.FieldManager)); err != nil {
+		return fmt.Errorf("updating Secret %s: %w", sec.Name, err)
+	}
+	return nil
+}
+
+func equalSecret(a, b *corev1.Secret) bool {
+	if len(a.Data) != len(b.Data) || a.Labels[datav1alpha1.DevDatabaseLabel] != b.Labels[datav1alpha1.DevDatabaseLabel] ||
+		a.Labels[labels.ManagedBy] != b.Labels[labels.ManagedBy] || len(a.OwnerReferences) != len(b.OwnerReferences) {
+		return false
+	}
+	for k, v := range b.Data {
+		if string(a.Data[k]) != string(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// deleteSecrets deletes the DevDatabase's Secrets except keep (after a change of
+// spec.secretName, or all of them with keep empty).
+func (r *Reconciler) deleteSecrets(ctx context.Context, d *datav1alpha1.DevDatabase, keep string) error {
+	var list corev1.SecretList
+	if err := r.List(ctx, &list, client.InNamespace(d.Namespace), client.MatchingLabels{datav1alpha1.DevDatabaseLabel: d.Name}); err != nil {
+		return fmt.Errorf("listing Secrets: %w", err)
+	}
+	for i := range list.Items {
+		sec := &list.Items[i]
+		if sec.Name == keep || !metav1.IsControlledBy(sec, d) {
+			continue
+		}
+		if err := r.Delete(ctx, sec, client.Preconditions{UID: &sec.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Secret %s: %w", sec.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package labelpolicy
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+)
+
+// maxTopViolations bounds status.topViolations.
+const maxTopViolations = 20
+
+// auditPageSize is the page size of workload lists: metadata only, so a page is small.
+const auditPageSize = 500
+
+// auditResult is what one audit found.
+type auditResult struct {
+	violations  int32
+	remediated  int32
+	top         []policyv1alpha1.Violation
+	byNamespace map[string]int
+	// remediationErrors counts workloads whose label could not be written.
+	remediationErrors   int
+	firstRemediationErr error
+}
+
+// workload is the part of a workload the audit reads.
+type workload struct {
+	kind, namespace, name string
+	labels                map[string]string
+}
+
+// verdict says whether a workload violates p and, when remediation applies, which
+// value to write. Pure, so it is unit tested.
+func verdict(p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, w workload, nsLabels map[string]string) (violation *policyv1alpha1.Violation, fix string) {
+	v := w.labels[p.Spec.Label]
+	if Allowed(p, re, v) {
+		return nil, ""
+	}
+	out := &policyv1alpha1.Violation{Kind: w.kind, Namespace: w.namespace, Name: w.name, Reason: policyv1alpha1.ViolationMissing}
+	if v != "" {
+		out.Reason, out.Value = policyv1alpha1.ViolationNotAllowed, v
+		// A value someone chose is reported, never overwritten.
+		return out, ""
+	}
+	if p.Spec.Remediate != policyv1alpha1.RemediateLabelOnly {
+		return out, ""
+	}
+	for _, candidate := range []string{nsLabels[p.Spec.Label], p.Spec.DefaultValue} {
+		if Allowed(p, re, candidate) {
+			return out, candidate
+		}
+	}
+	return out, ""
+}
+
+// namespaceFilter says which namespaces a policy applies to.
+func namespaceFilter(p *policyv1alpha1.LabelPolicy) (func(ns *corev1.Namespace) bool, error) {
+	sel := k8slabels.Everything()
+	if p.Spec.Match.NamespaceSelector != nil {
+		s, err := metav1.LabelSelectorAsSelector(p.Spec.Match.NamespaceSelector)
+		if err != nil {
+			return nil, fmt.Errorf("spec.match.namespaceSelector: %w", err)
+		}
+		sel = s
+	}
+	excluded := excludedNamespaces(p)
+	return func(ns *corev1.Namespace) bool {
+		return !slices.Contains(excluded, ns.Name) && sel.Matches(k8slabels.Set(ns.Labels))
+	}, nil
+}
+
+// audit lists every matched workload (metadata only, page by page), counts the
+// violations and, with remediate LabelOnly, labels the workloads' metadata.
+func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, re *regexp.Regexp) (*auditResult, error) {
+	inScope, err := namespaceFilter(p)
+	if err != nil {
+		return nil, err
+	}
+	// Namespaces are read live, like the workloads: a namespace created a moment ago
+	// may not be in a cache yet, and its workloads would be missed.
+	var nsList corev1.NamespaceList
+	if err := r.APIReader.List(ctx, &nsList); err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	nsLabels := map[string]map[string]string{}
+	for i := range nsList.Items {
+		if inScope(&nsList.Items[i]) {
+			nsLabels[nsList.Items[i].Name] = nsList.Items[i].Labels
+		}
+	}
+	res := &auditResult{byNamespace: map[string]int{}}
+	var all []policyv1alpha1.Violation
+	for _, k := range matchKinds(p) {
+		info := kinds[k]
+		gvk := schema.GroupVersionKind{Group: info.group, Version: info.version, Kind: string(k) + "List"}
+		cont := ""
+		for {
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(gvk)
+			if err := r.APIReader.List(ctx, list, client.Limit(auditPageSize), client.Continue(cont)); err != nil {
+				return nil, fmt.Errorf("listing %ss: %w", k, err)
+			}
+			for i := range list.Items {
+				item := &list.Items[i]
+				nl, ok := nsLabels[item.Namespace]
+				if !ok {
+					continue
+				}
+				if k == policyv1alpha1.KindPod && len(item.OwnerReferences) > 0 {
+					continue
+				}
+				w := workload{kind: string(k), namespace: item.Namespace, name: item.Name, labels: item.Labels}
+				v, fix := verdict(p, re, w, nl)
+				if v == nil {
+					continue
+				}
+				if fix != "" {
+					if err := r.labelMetadata(ctx, item, gvk, p.Spec.Label, fix); err != nil {
+						res.remediationErrors++
+						if res.firstRemediationErr == nil {
+							res.firstRemediationErr = err
+						}
+					} else {
+						res.remediated++
+						continue
+					}
+				}
+				res.violations++
+				res.byNamespace[item.Namespace]++
+				all = append(all, *v)
+			}
+			cont = list.Continue
+			if cont == "" {
+				break
+			}
+		}
+	}
+	slices.SortFunc(all, func(a, b policyv1alpha1.Violation) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
+	if len(all) > maxTopViolations {
+		all = all[:maxTopViolations]
+	}
+	res.top = all
+	if res.remediationErrors > 0 {
+		log.FromContext(ctx).Error(res.firstRemediationErr, "Labelling workloads for LabelPolicy", "labelpolicy", p.Name, "failed", res.remediationErrors)
+	}
+	return res, nil
+}
+
+// labelMetadata adds one label to a workload's metadata with a merge patch that
+// touches nothing else: a pod template is never changed, so no rollout starts.
+func (r *Reconciler) labelMetadata(ctx context.Context, item *metav1.PartialObjectMetadata, listGVK schema.GroupVersionKind, key, value string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels": map[string]string{key: value},
+		// The resourceVersion makes the patch fail instead of racing a concurrent change.
+		"resourceVersion": item.ResourceVersion,
+	}})
+	if err != nil {
+		return err
+	}
+	obj := item.DeepCopy()
+	obj.SetGroupVersionKind(listGVK.GroupVersion().WithKind(listGVK.Kind[:len(listGVK.Kind)-len("List")]))
+	if err := r.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("orderly")); err != nil {
+		return fmt.Errorf("labelling %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, item.Namespace, item.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,394 @@
+package labelpolicy
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/labels"
+)
+
+// systemNamespaces are excluded from every policy, listed or not: a policy must never
+// lock the cluster's own components out.
+var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+
+// defaultKinds are matched when spec.match.kinds is empty (the CRD defaults it too).
+var defaultKinds = []policyv1alpha1.Kind{
+	policyv1alpha1.KindDeployment, policyv1alpha1.KindStatefulSet, policyv1alpha1.KindDaemonSet,
+	policyv1alpha1.KindJob, policyv1alpha1.KindCronJob, policyv1alpha1.KindPod,
+}
+
+// kindInfo is where a kind is served and where its pod template lives.
+type kindInfo struct {
+	group, version, resource string
+	// templatePath is the path of the pod template's metadata, nil for Pods.
+	templatePath []string
+}
+
+var kinds = map[policyv1alpha1.Kind]kindInfo{
+	policyv1alpha1.KindDeployment:  {"apps", "v1", "deployments", []string{"spec", "template"}},
+	policyv1alpha1.KindStatefulSet: {"apps", "v1", "statefulsets", []string{"spec", "template"}},
+	policyv1alpha1.KindDaemonSet:   {"apps", "v1", "daemonsets", []string{"spec", "template"}},
+	policyv1alpha1.KindJob:         {"batch", "v1", "jobs", []string{"spec", "template"}},
+	policyv1alpha1.KindCronJob:     {"batch", "v1", "cronjobs", []string{"spec", "jobTemplate", "spec", "template"}},
+	policyv1alpha1.KindPod:         {"", "v1", "pods", nil},
+}
+
+// Compiled is the native admission a LabelPolicy becomes.
+type Compiled struct {
+	VAP        *admissionv1.ValidatingAdmissionPolicy
+	VAPBinding *admissionv1.ValidatingAdmissionPolicyBinding
+	// MAP and MAPBinding are nil when nothing needs mutating (Deny or Audit without
+	// propagateToPodTemplate) or the API server does not serve MutatingAdmissionPolicy.
+	MAP        *admissionv1.MutatingAdmissionPolicy
+	MAPBinding *admissionv1.MutatingAdmissionPolicyBinding
+}
+
+// objectName is the name of every admission object generated for policy p.
+func objectName(p *policyv1alpha1.LabelPolicy) string {
+	return "orderly-labelpolicy-" + p.Name
+}
+
+// matchKinds returns the policy's kinds, defaulted and in a stable order.
+func matchKinds(p *policyv1alpha1.LabelPolicy) []policyv1alpha1.Kind {
+	ks := p.Spec.Match.Kinds
+	if len(ks) == 0 {
+		ks = defaultKinds
+	}
+	out := slices.Clone(ks)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// excludedNamespaces returns the listed namespaces and the system namespaces, sorted.
+func excludedNamespaces(p *policyv1alpha1.LabelPolicy) []string {
+	out := append(slices.Clone(systemNamespaces), p.Spec.Match.ExcludedNamespaces...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// needsMutation says whether the policy has anything to fill in at admission.
+func needsMutation(p *policyv1alpha1.LabelPolicy) bool {
+	return p.Spec.Action == policyv1alpha1.ActionDefault || p.Spec.PropagateToPodTemplate
+}
+
+// Compile turns a LabelPolicy into admission policies and bindings. Pure: the
+// controller writes what it returns, and unit tests read it.
+func Compile(p *policyv1alpha1.LabelPolicy, mapServed bool) Compiled {
+	c := Compiled{VAP: compileVAP(p), VAPBinding: compileVAPBinding(p)}
+	if mapServed && needsMutation(p) {
+		c.MAP = compileMAP(p)
+		c.MAPBinding = compileMAPBinding(p)
+	}
+	return c
+}
+
+func objectMeta(p *policyv1alpha1.LabelPolicy) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: objectName(p),
+		Labels: map[string]string{
+			labels.ManagedBy:           labels.ManagedByValue,
+			policyv1alpha1.PolicyLabel: p.Name,
+		},
+	}
+}
+
+// matchConstraints matches CREATE and UPDATE of the policy's kinds (never their
+// subresources, so scaling and status writes are not affected).
+func matchConstraints(p *policyv1alpha1.LabelPolicy) *admissionv1.MatchResources {
+	byGroup := map[string][]string{}
+	var groups []string
+	for _, k := range matchKinds(p) {
+		info := kinds[k]
+		if _, ok := byGroup[info.group]; !ok {
+			groups = append(groups, info.group)
+		}
+		byGroup[info.group] = append(byGroup[info.group], info.resource)
+	}
+	slices.Sort(groups)
+	var rules []admissionv1.NamedRuleWithOperations
+	for _, g := range groups {
+		res := byGroup[g]
+		slices.Sort(res)
+		rules = append(rules, admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
+			Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+			Rule:       admissionv1.Rule{APIGroups: []string{g}, APIVersions: []string{"v1"}, Resources: res, Scope: ptr(admissionv1.NamespacedScope)},
+		}})
+	}
+	equivalent := admissionv1.Equivalent
+	return &admissionv1.MatchResources{
+		ResourceRules:     rules,
+		MatchPolicy:       &equivalent,
+		NamespaceSelector: &metav1.LabelSelector{},
+		ObjectSelector:    &metav1.LabelSelector{},
+	}
+}
+
+// bindingMatch restricts a binding to the selected, not excluded namespaces.
+func bindingMatch(p *policyv1alpha1.LabelPolicy) *admissionv1.MatchResources {
+	sel := &metav1.LabelSelector{}
+	if p.Spec.Match.NamespaceSelector != nil {
+		sel = p.Spec.Match.NamespaceSelector.DeepCopy()
+	}
+	sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
+		Key: corev1NamespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: excludedNamespaces(p),
+	})
+	equivalent := admissionv1.Equivalent
+	return &admissionv1.MatchResources{NamespaceSelector: sel, ObjectSelector: &metav1.LabelSelector{}, MatchPolicy: &equivalent}
+}
+
+const corev1NamespaceNameLabel = "kubernetes.io/metadata.name"
+
+// barePodsOnly keeps pods that a controller creates out of the policy: a ReplicaSet,
+// Job or StatefulSet must always be able to create its pods.
+var barePodsOnly = admissionv1.MatchCondition{
+	Name:       "bare-pods-only",
+	Expression: `request.kind.kind != 'Pod' || !has(object.metadata.ownerReferences) || size(object.metadata.ownerReferences) == 0`,
+}
+
+// celString quotes s as a CEL string literal.
+func celString(s string) string { return strconv.Quote(s) }
+
+// labelOf is a CEL expression for obj's value of the policy's label, ” when unset.
+func labelOf(obj, key string) string {
+	return fmt.Sprintf("(has(%[1]s.metadata.labels) && %[2]s in %[1]s.metadata.labels ? %[1]s.metadata.labels[%[2]s] : '')", obj, celString(key))
+}
+
+// anchoredPattern is allowedPattern as a regular expression that matches whole values.
+func anchoredPattern(p *policyv1alpha1.LabelPolicy) string {
+	return "^(?:" + p.Spec.AllowedPattern + ")$"
+}
+
+// allowedExpr is a CEL expression that is true when the string v is an allowed value.
+func allowedExpr(p *policyv1alpha1.LabelPolicy, v string) string {
+	var alts []string
+	if len(p.Spec.AllowedValues) > 0 {
+		vals := make([]string, 0, len(p.Spec.AllowedValues))
+		for _, a := range p.Spec.AllowedValues {
+			vals = append(vals, celString(a))
+		}
+		alts = append(alts, fmt.Sprintf("%s in [%s]", v, strings.Join(vals, ", ")))
+	}
+	if p.Spec.AllowedPattern != "" {
+		alts = append(alts, fmt.Sprintf("%s.matches(%s)", v, celString(anchoredPattern(p))))
+	}
+	if len(alts) == 0 {
+		return fmt.Sprintf("%s != ''", v)
+	}
+	return fmt.Sprintf("%s != '' && (%s)", v, strings.Join(alts, " || "))
+}
+
+// allowedDescription says in words which values are allowed.
+func allowedDescription(p *policyv1alpha1.LabelPolicy) string {
+	var parts []string
+	if len(p.Spec.AllowedValues) > 0 {
+		parts = append(parts, "one of ["+strings.Join(p.Spec.AllowedValues, ", ")+"]")
+	}
+	if p.Spec.AllowedPattern != "" {
+		parts = append(parts, "a value matching "+anchoredPattern(p))
+	}
+	if len(parts) == 0 {
+		return "any non-empty value"
+	}
+	return strings.Join(parts, " or ")
+}
+
+// fixHint tells the person who was rejected what to do.
+func fixHint(p *policyv1alpha1.LabelPolicy) string {
+	example := "<value>"
+	switch {
+	case p.Spec.DefaultValue != "":
+		example = p.Spec.DefaultValue
+	case len(p.Spec.AllowedValues) > 0:
+		example = p.Spec.AllowedValues[0]
+	}
+	hint := fmt.Sprintf("set metadata.labels[%q] to an allowed value, e.g. %s: %s", p.Spec.Label, p.Spec.Label, example)
+	if p.Spec.Action == policyv1alpha1.ActionDefault {
+		hint += fmt.Sprintf(", or label the namespace with %s=<allowed value> so it is filled in", p.Spec.Label)
+	}
+	return hint + fmt.Sprintf(" (see: kubectl get labelpolicy %s -o yaml)", p.Name)
+}
+
+// RejectionMessage is the message for a rejected object of kind in ns/name whose label
+// has value (”  when missing). It mirrors the CEL messageExpression, for the audit.
+func RejectionMessage(p *policyv1alpha1.LabelPolicy, kind, ns, name, value string) string {
+	what := "has no label " + p.Spec.Label
+	if value != "" {
+		what = fmt.Sprintf("has label %s=%s, which is not allowed", p.Spec.Label, value)
+	}
+	return fmt.Sprintf("LabelPolicy %s: %s %s/%s %s. Allowed: %s. To fix: %s", p.Name, kind, ns, name, what, allowedDescription(p), fixHint(p))
+}
+
+func compileVAP(p *policyv1alpha1.LabelPolicy) *admissionv1.ValidatingAdmissionPolicy {
+	failure := admissionv1.Fail
+	if p.Spec.Action == policyv1alpha1.ActionAudit {
+		failure = admissionv1.Ignore
+	}
+	msg := fmt.Sprintf(`%s + request.kind.kind + ' ' + request.namespace + '/' + (has(object.metadata.name) ? object.metadata.name : object.metadata.generateName + '*') + (variables.value == '' ? %s : %s + variables.value + %s) + %s`,
+		celString("LabelPolicy "+p.Name+": "),
+		celString(" has no label "+p.Spec.Label),
+		celString(" has label "+p.Spec.Label+"="),
+		celString(", which is not allowed"),
+		celString(". Allowed: "+allowedDescription(p)+". To fix: "+fixHint(p)))
+	return &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: objectMeta(p),
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    &failure,
+			MatchConstraints: matchConstraints(p),
+			MatchConditions:  []admissionv1.MatchCondition{barePodsOnly},
+			Variables: []admissionv1.Variable{
+				{Name: "value", Expression: labelOf("object", p.Spec.Label)},
+				// Updates that leave the label as it was are admitted: existing
+				// violations are the audit's business, and blocking them would stop
+				// controllers (the Deployment controller, the garbage collector) from
+				// updating the objects they manage.
+				{Name: "oldValue", Expression: fmt.Sprintf("oldObject == null ? '' : %s", labelOf("oldObject", p.Spec.Label))},
+			},
+			Validations: []admissionv1.Validation{{
+				Expression:        fmt.Sprintf("(%s) || (request.operation == 'UPDATE' && oldObject != null && variables.value == variables.oldValue)", allowedExpr(p, "variables.value")),
+				Message:           fmt.Sprintf("LabelPolicy %s: label %s is missing or not allowed. Allowed: %s. To fix: %s", p.Name, p.Spec.Label, allowedDescription(p), fixHint(p)),
+				MessageExpression: msg,
+				Reason:            ptr(metav1.StatusReasonForbidden),
+			}},
+		},
+	}
+}
+
+func compileVAPBinding(p *policyv1alpha1.LabelPolicy) *admissionv1.ValidatingAdmissionPolicyBinding {
+	actions := []admissionv1.ValidationAction{admissionv1.Deny}
+	if p.Spec.Action == policyv1alpha1.ActionAudit {
+		actions = []admissionv1.ValidationAction{admissionv1.Warn, admissionv1.Audit}
+	}
+	return &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: objectMeta(p),
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        objectName(p),
+			ValidationActions: actions,
+			MatchResources:    bindingMatch(p),
+		},
+	}
+}
+
+// applyLabels is a CEL ApplyConfiguration that sets the policy's label to
+// variables.value at the metadata found under path ("" for the object's own).
+func applyLabels(p *policyv1alpha1.LabelPolicy, path []string) string {
+	inner := fmt.Sprintf("labels: {%s: variables.value}", celString(p.Spec.Label))
+	typ := "Object"
+	for _, f := range path {
+		typ += "." + f
+	}
+	expr := fmt.Sprintf("%s.metadata{%s}", typ, inner)
+	expr = "metadata: " + expr
+	for i := len(path) - 1; i >= 0; i-- {
+		typ = "Object." + strings.Join(path[:i+1], ".")
+		expr = fmt.Sprintf("%s: %s{%s}", path[i], typ, expr)
+	}
+	return "Object{" + expr + "}"
+}
+
+// celPath is a CEL expression for object.<path>.metadata.labels having the label.
+func hasLabelAt(p *policyv1alpha1.LabelPolicy, path []string) string {
+	obj := "object"
+	var guards []string
+	for _, f := range path {
+		guards = append(guards, fmt.Sprintf("has(%s.%s)", obj, f))
+		obj += "." + f
+	}
+	guards = append(guards, fmt.Sprintf("has(%s.metadata)", obj), fmt.Sprintf("has(%s.metadata.labels)", obj),
+		fmt.Sprintf("%s in %s.metadata.labels", celString(p.Spec.Label), obj))
+	return strings.Join(guards, " && ")
+}
+
+func compileMAP(p *policyv1alpha1.LabelPolicy) *admissionv1.MutatingAdmissionPolicy {
+	own := labelOf("object", p.Spec.Label)
+	value := own
+	if p.Spec.Action == policyv1alpha1.ActionDefault {
+		// namespaceObject is evaluated here, not in matchConditions, where the API
+		// server does not provide it to mutating policies.
+		ns := fmt.Sprintf("(namespaceObject != null && has(namespaceObject.metadata.labels) && %[1]s in namespaceObject.metadata.labels ? namespaceObject.metadata.labels[%[1]s] : '')", celString(p.Spec.Label))
+		value = fmt.Sprintf("%s != '' ? %s : (%s != '' ? %s : %s)", own, own, ns, ns, celString(p.Spec.DefaultValue))
+	}
+	var mutations []admissionv1.Mutation
+	if p.Spec.Action == policyv1alpha1.ActionDefault {
+		mutations = append(mutations, admissionv1.Mutation{
+			PatchType: admissionv1.PatchTypeApplyConfiguration,
+			ApplyConfiguration: &admissionv1.ApplyConfiguration{Expression: fmt.Sprintf(
+				"variables.value == '' || %s != '' ? Object{} : %s", own, applyLabels(p, nil))},
+		})
+	}
+	if p.Spec.PropagateToPodTemplate {
+		for _, k := range matchKinds(p) {
+			info := kinds[k]
+			if info.templatePath == nil {
+				continue
+			}
+			// On UPDATE the template is labelled only when it changes anyway: labelling
+			// it on its own would roll out every workload whose replicas someone patches.
+			tmpl := strings.Join(info.templatePath, ".")
+			unchanged := fmt.Sprintf("(request.operation == 'UPDATE' && oldObject != null && object.%[1]s == oldObject.%[1]s)", tmpl)
+			mutations = append(mutations, admissionv1.Mutation{
+				PatchType: admissionv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionv1.ApplyConfiguration{Expression: fmt.Sprintf(
+					"request.kind.kind != %s || variables.value == '' || %s || (%s) ? Object{} : %s",
+					celString(string(k)), unchanged, hasLabelAt(p, info.templatePath), applyLabels(p, info.templatePath))},
+			})
+		}
+	}
+	failure := admissionv1.Ignore
+	return &admissionv1.MutatingAdmissionPolicy{
+		ObjectMeta: objectMeta(p),
+		Spec: admissionv1.MutatingAdmissionPolicySpec{
+			FailurePolicy:      &failure,
+			MatchConstraints:   matchConstraints(p),
+			MatchConditions:    []admissionv1.MatchCondition{barePodsOnly},
+			Variables:          []admissionv1.Variable{{Name: "value", Expression: value}},
+			Mutations:          mutations,
+			ReinvocationPolicy: admissionv1.NeverReinvocationPolicy,
+		},
+	}
+}
+
+func compileMAPBinding(p *policyv1alpha1.LabelPolicy) *admissionv1.MutatingAdmissionPolicyBinding {
+	return &admissionv1.MutatingAdmissionPolicyBinding{
+		ObjectMeta: objectMeta(p),
+		Spec: admissionv1.MutatingAdmissionPolicyBindingSpec{
+			PolicyName:     objectName(p),
+			MatchResources: bindingMatch(p),
+		},
+	}
+}
+
+// Allowed reports whether value is an allowed value of the policy's label. It is the
+// Go twin of the CEL in the generated ValidatingAdmissionPolicy, used by the audit.
+func Allowed(p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, value string) bool {
+	if value == "" {
+		return false
+	}
+	if len(p.Spec.AllowedValues) == 0 && p.Spec.AllowedPattern == "" {
+		return true
+	}
+	if slices.Contains(p.Spec.AllowedValues, value) {
+		return true
+	}
+	return re != nil && re.MatchString(value)
+}
+
+// CompilePattern compiles allowedPattern anchored; nil when the policy has none.
+func CompilePattern(p *policyv1alpha1.LabelPolicy) (*regexp.Regexp, error) {
+	if p.Spec.AllowedPattern == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(anchoredPattern(p))
+	if err != nil {
+		return nil, fmt.Errorf("allowedPattern %q is not a valid regular expression: %w", p.Spec.AllowedPattern, err)
+	}
+	return re, nil
+}
+
+func ptr[T any](v T) *T { return &v }

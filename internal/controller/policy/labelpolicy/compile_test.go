@@ -1,0 +1,213 @@
+package labelpolicy
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+)
+
+func testPolicy(action policyv1alpha1.Action, mod ...func(*policyv1alpha1.LabelPolicy)) *policyv1alpha1.LabelPolicy {
+	p := &policyv1alpha1.LabelPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "cost", UID: "uid-1"},
+		Spec:       policyv1alpha1.LabelPolicySpec{Label: "cost-center", Action: action},
+	}
+	for _, m := range mod {
+		m(p)
+	}
+	return p
+}
+
+func TestCompileObjects(t *testing.T) {
+	propagate := func(p *policyv1alpha1.LabelPolicy) { p.Spec.PropagateToPodTemplate = true }
+	cases := []struct {
+		name          string
+		p             *policyv1alpha1.LabelPolicy
+		mapServed     bool
+		wantActions   []admissionv1.ValidationAction
+		wantFailure   admissionv1.FailurePolicyType
+		wantMAP       bool
+		wantMutations int
+	}{
+		{"deny", testPolicy(policyv1alpha1.ActionDeny), true, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, false, 0},
+		{"audit", testPolicy(policyv1alpha1.ActionAudit), true, []admissionv1.ValidationAction{admissionv1.Warn, admissionv1.Audit}, admissionv1.Ignore, false, 0},
+		{"default", testPolicy(policyv1alpha1.ActionDefault), true, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, true, 1},
+		// Deployment, StatefulSet, DaemonSet, Job and CronJob have pod templates.
+		{"default and propagate", testPolicy(policyv1alpha1.ActionDefault, propagate), true, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, true, 6},
+		{"deny and propagate", testPolicy(policyv1alpha1.ActionDeny, propagate), true, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, true, 5},
+		{"default without MAP served", testPolicy(policyv1alpha1.ActionDefault), false, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, false, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Compile(tc.p, tc.mapServed)
+			if c.VAP.Name != "orderly-labelpolicy-cost" || c.VAPBinding.Spec.PolicyName != c.VAP.Name {
+				t.Errorf("names: policy %q, binding refers to %q", c.VAP.Name, c.VAPBinding.Spec.PolicyName)
+			}
+			if got := c.VAPBinding.Spec.ValidationActions; !equalActions(got, tc.wantActions) {
+				t.Errorf("validationActions = %v, want %v", got, tc.wantActions)
+			}
+			if *c.VAP.Spec.FailurePolicy != tc.wantFailure {
+				t.Errorf("failurePolicy = %v, want %v", *c.VAP.Spec.FailurePolicy, tc.wantFailure)
+			}
+			if (c.MAP != nil) != tc.wantMAP || (c.MAPBinding != nil) != tc.wantMAP {
+				t.Fatalf("MAP = %v, binding = %v, want both %v", c.MAP != nil, c.MAPBinding != nil, tc.wantMAP)
+			}
+			if c.MAP != nil {
+				if len(c.MAP.Spec.Mutations) != tc.wantMutations {
+					t.Errorf("%d mutations, want %d", len(c.MAP.Spec.Mutations), tc.wantMutations)
+				}
+				if c.MAPBinding.Spec.PolicyName != c.MAP.Name {
+					t.Errorf("MAP binding refers to %q", c.MAPBinding.Spec.PolicyName)
+				}
+				for _, mc := range c.MAP.Spec.MatchConditions {
+					if strings.Contains(mc.Expression, "namespaceObject") {
+						t.Errorf("matchCondition %q uses namespaceObject, which the API server does not provide there", mc.Name)
+					}
+				}
+			}
+			if c.VAP.Labels[policyv1alpha1.PolicyLabel] != "cost" || c.VAP.Labels["app.kubernetes.io/managed-by"] != "orderly" {
+				t.Errorf("labels = %v", c.VAP.Labels)
+			}
+		})
+	}
+}
+
+func equalActions(a, b []admissionv1.ValidationAction) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCompileMatchesBarePodsOnlyAndExcludesSystemNamespaces(t *testing.T) {
+	p := testPolicy(policyv1alpha1.ActionDeny, func(p *policyv1alpha1.LabelPolicy) {
+		p.Spec.Match.ExcludedNamespaces = []string{"ci"}
+		p.Spec.Match.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	})
+	c := Compile(p, true)
+	if len(c.VAP.Spec.MatchConditions) != 1 || c.VAP.Spec.MatchConditions[0] != barePodsOnly {
+		t.Errorf("matchConditions = %v, want only bare pods", c.VAP.Spec.MatchConditions)
+	}
+	var resources []string
+	for _, r := range c.VAP.Spec.MatchConstraints.ResourceRules {
+		resources = append(resources, r.Resources...)
+		if len(r.Operations) != 2 || r.Operations[0] != admissionv1.Create || r.Operations[1] != admissionv1.Update {
+			t.Errorf("operations = %v", r.Operations)
+		}
+	}
+	if got := strings.Join(resources, ","); got != "pods,daemonsets,deployments,statefulsets,cronjobs,jobs" {
+		t.Errorf("resources = %s", got)
+	}
+	sel := c.VAPBinding.Spec.MatchResources.NamespaceSelector
+	if sel.MatchLabels["team"] != "a" {
+		t.Errorf("namespaceSelector lost the user's labels: %v", sel)
+	}
+	last := sel.MatchExpressions[len(sel.MatchExpressions)-1]
+	if last.Key != "kubernetes.io/metadata.name" || last.Operator != metav1.LabelSelectorOpNotIn ||
+		strings.Join(last.Values, ",") != "ci,kube-node-lease,kube-public,kube-system" {
+		t.Errorf("exclusion = %v", last)
+	}
+	if p.Spec.Match.NamespaceSelector.MatchExpressions != nil {
+		t.Error("Compile changed the policy's selector")
+	}
+}
+
+func TestCompileExpressions(t *testing.T) {
+	p := testPolicy(policyv1alpha1.ActionDefault, func(p *policyv1alpha1.LabelPolicy) {
+		p.Spec.AllowedValues = []string{"a", `q"uote`}
+		p.Spec.AllowedPattern = "cc-[0-9]+"
+		p.Spec.DefaultValue = "a"
+		p.Spec.PropagateToPodTemplate = true
+		p.Spec.Match.Kinds = []policyv1alpha1.Kind{policyv1alpha1.KindCronJob}
+	})
+	c := Compile(p, true)
+	v := c.VAP.Spec.Validations[0]
+	for _, want := range []string{`variables.value in ["a", "q\"uote"]`, `variables.value.matches("^(?:cc-[0-9]+)$")`, "request.operation == 'UPDATE'"} {
+		if !strings.Contains(v.Expression, want) {
+			t.Errorf("validation %q lacks %q", v.Expression, want)
+		}
+	}
+	for _, want := range []string{"LabelPolicy cost: ", "one of [a, q\\\"uote] or a value matching ^(?:cc-[0-9]+)$", "label the namespace with cost-center"} {
+		if !strings.Contains(v.MessageExpression, want) {
+			t.Errorf("messageExpression %q lacks %q", v.MessageExpression, want)
+		}
+	}
+	if !strings.Contains(c.MAP.Spec.Variables[0].Expression, "namespaceObject.metadata.labels[\"cost-center\"]") {
+		t.Errorf("value does not come from the namespace: %s", c.MAP.Spec.Variables[0].Expression)
+	}
+	cron := c.MAP.Spec.Mutations[1].ApplyConfiguration.Expression
+	want := `Object{spec: Object.spec{jobTemplate: Object.spec.jobTemplate{spec: Object.spec.jobTemplate.spec{template: Object.spec.jobTemplate.spec.template{metadata: Object.spec.jobTemplate.spec.template.metadata{labels: {"cost-center": variables.value}}}}}}}`
+	if !strings.HasSuffix(cron, want) {
+		t.Errorf("CronJob mutation = %s", cron)
+	}
+}
+
+func TestRejectionMessage(t *testing.T) {
+	p := testPolicy(policyv1alpha1.ActionDeny, func(p *policyv1alpha1.LabelPolicy) { p.Spec.AllowedValues = []string{"fin"} })
+	got := RejectionMessage(p, "Deployment", "shop", "web", "")
+	want := `LabelPolicy cost: Deployment shop/web has no label cost-center. Allowed: one of [fin]. To fix: set metadata.labels["cost-center"] to an allowed value, e.g. cost-center: fin (see: kubectl get labelpolicy cost -o yaml)`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	withPattern := func(p *policyv1alpha1.LabelPolicy) { p.Spec.AllowedPattern = "cc-[0-9]+" }
+	remediate := func(p *policyv1alpha1.LabelPolicy) {
+		p.Spec.Remediate = policyv1alpha1.RemediateLabelOnly
+		p.Spec.DefaultValue = "cc-0"
+	}
+	cases := []struct {
+		name       string
+		p          *policyv1alpha1.LabelPolicy
+		labels     map[string]string
+		nsLabels   map[string]string
+		wantReason string
+		wantFix    string
+	}{
+		{"allowed", testPolicy(policyv1alpha1.ActionDeny, withPattern), map[string]string{"cost-center": "cc-1"}, nil, "", ""},
+		{"pattern is anchored", testPolicy(policyv1alpha1.ActionDeny, withPattern), map[string]string{"cost-center": "x-cc-1"}, nil, "NotAllowed", ""},
+		{"missing", testPolicy(policyv1alpha1.ActionDeny, withPattern), nil, nil, "Missing", ""},
+		{"empty is missing", testPolicy(policyv1alpha1.ActionDeny), map[string]string{"cost-center": ""}, nil, "Missing", ""},
+		{"any value when unrestricted", testPolicy(policyv1alpha1.ActionDeny), map[string]string{"cost-center": "x"}, nil, "", ""},
+		{"fix from namespace", testPolicy(policyv1alpha1.ActionAudit, withPattern, remediate), nil, map[string]string{"cost-center": "cc-7"}, "Missing", "cc-7"},
+		{"namespace value not allowed: default", testPolicy(policyv1alpha1.ActionAudit, withPattern, remediate), nil, map[string]string{"cost-center": "bad"}, "Missing", "cc-0"},
+		{"chosen values are not overwritten", testPolicy(policyv1alpha1.ActionAudit, withPattern, remediate), map[string]string{"cost-center": "bad"}, nil, "NotAllowed", ""},
+		{"no remediation", testPolicy(policyv1alpha1.ActionAudit, withPattern), nil, map[string]string{"cost-center": "cc-7"}, "Missing", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			re, err := CompilePattern(tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, fix := verdict(tc.p, re, workload{kind: "Deployment", namespace: "ns", name: "w", labels: tc.labels}, tc.nsLabels)
+			gotReason := ""
+			if v != nil {
+				gotReason = v.Reason
+			}
+			if gotReason != tc.wantReason || fix != tc.wantFix {
+				t.Errorf("verdict = %q, fix %q; want %q, fix %q", gotReason, fix, tc.wantReason, tc.wantFix)
+			}
+		})
+	}
+}
+
+func TestCompilePatternRejectsInvalid(t *testing.T) {
+	_, err := CompilePattern(testPolicy(policyv1alpha1.ActionDeny, func(p *policyv1alpha1.LabelPolicy) { p.Spec.AllowedPattern = "(" }))
+	if err == nil || !strings.Contains(err.Error(), "not a valid regular expression") {
+		t.Errorf("err = %v", err)
+	}
+	if re, _ := CompilePattern(testPolicy(policyv1alpha1.ActionDeny)); re != (*regexp.Regexp)(nil) {
+		t.Error("no pattern must compile to nil")
+	}
+}

@@ -1,0 +1,242 @@
+package labelpolicy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/labels"
+)
+
+// Name is the controller's name, as given to --controllers.
+const Name = "labelpolicy"
+
+// DefaultAuditInterval is how often the workloads already running are audited.
+const DefaultAuditInterval = 5 * time.Minute
+
+// Reconciler reconciles LabelPolicies.
+type Reconciler struct {
+	client.Client
+	// APIReader lists workloads page by page straight from the API server, so the
+	// cache never holds every workload of the cluster.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	// AuditInterval is the time between audits; DefaultAuditInterval when zero.
+	AuditInterval time.Duration
+	// MAPServed says whether the API server serves MutatingAdmissionPolicy at
+	// admissionregistration.k8s.io/v1. SetupWithManager detects it when nil.
+	MAPServed *bool
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+
+	// audited remembers the last audit per policy (auditMark), only to avoid auditing
+	// twice when the next reconcile reads a cached policy whose status is not yet
+	// updated; status stays the source of truth.
+	audited sync.Map
+}
+
+type auditMark struct {
+	uid        types.UID
+	generation int64
+	at         time.Time
+}
+
+// +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies/finalizers,verbs=update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=list;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=list;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// CacheByObject narrows the manager's cache to the validating admission objects
+// Orderly manages. The mutating kinds are left out on purpose: naming a kind here makes
+// the manager fail to start on an API server that does not serve it, and a cluster
+// holds few MutatingAdmissionPolicies.
+func CacheByObject() map[client.Object]cache.ByObject {
+	managed := cache.ByObject{Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.ManagedBy: labels.ManagedByValue})}
+	return map[client.Object]cache.ByObject{
+		&admissionv1.ValidatingAdmissionPolicy{}:        managed,
+		&admissionv1.ValidatingAdmissionPolicyBinding{}: managed,
+	}
+}
+
+// ServesMutatingAdmissionPolicy asks the API server's discovery whether it serves
+// MutatingAdmissionPolicy at admissionregistration.k8s.io/v1.
+func ServesMutatingAdmissionPolicy(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	list, err := dc.ServerResourcesForGroupVersion(admissionv1.SchemeGroupVersion.String())
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("discovering admissionregistration.k8s.io/v1: %w", err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "mutatingadmissionpolicies" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// SetupWithManager registers the controller with mgr.
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if r.MAPServed == nil {
+		served, err := ServesMutatingAdmissionPolicy(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		r.MAPServed = &served
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		WithOptions(opts).
+		For(&policyv1alpha1.LabelPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&admissionv1.ValidatingAdmissionPolicy{}).
+		Owns(&admissionv1.ValidatingAdmissionPolicyBinding{})
+	if *r.MAPServed {
+		// Watching a kind the server does not serve would keep the manager from starting.
+		b = b.Owns(&admissionv1.MutatingAdmissionPolicy{}).Owns(&admissionv1.MutatingAdmissionPolicyBinding{})
+	}
+	return b.Complete(r)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) auditInterval() time.Duration {
+	if r.AuditInterval > 0 {
+		return r.AuditInterval
+	}
+	return DefaultAuditInterval
+}
+
+// Reconcile compiles one LabelPolicy into admission objects and audits the workloads.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var p policyv1alpha1.LabelPolicy
+	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The admission objects carry owner references: the garbage collector
+			// removes them.
+			forgetMetrics(req.Name)
+			r.audited.Delete(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	obs := observation{mapServed: *r.MAPServed}
+	re, err := CompilePattern(&p)
+	if err != nil {
+		// The CRD refuses invalid patterns; this catches what CEL's regex dialect
+		// accepts and Go's does not.
+		obs.invalidSpec = err.Error()
+		return ctrl.Result{}, r.updateStatus(ctx, &p, obs)
+	}
+	obs.admissionErr = r.applyAdmission(ctx, &p)
+
+	if r.staleStatus(&p) {
+		// This copy of the policy predates the status our last audit wrote: writing a
+		// status computed from it would undo that audit's results. The cache catches
+		// up in moments.
+		return ctrl.Result{RequeueAfter: time.Second}, obs.admissionErr
+	}
+	now := r.now()
+	last, due := r.lastAudit(&p)
+	due = due || !now.Before(last.Add(r.auditInterval()))
+	if due {
+		start := time.Now()
+		res, auditErr := r.audit(ctx, &p, re)
+		if auditErr != nil {
+			log.FromContext(ctx).Error(auditErr, "Auditing workloads for LabelPolicy", "labelpolicy", p.Name)
+			obs.auditErr = auditErr
+		} else {
+			recordAudit(p.Name, res, time.Since(start).Seconds())
+			obs.audit = res
+			obs.auditTime = now
+		}
+	}
+	if err := r.updateStatus(ctx, &p, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	if obs.audit != nil {
+		r.audited.Store(p.Name, auditMark{uid: p.UID, generation: p.Generation, at: now})
+	}
+	if obs.admissionErr != nil {
+		return ctrl.Result{}, obs.admissionErr
+	}
+	if obs.auditErr != nil {
+		return ctrl.Result{}, obs.auditErr
+	}
+	next := r.auditInterval()
+	if !due {
+		next = last.Add(r.auditInterval()).Sub(now)
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// staleStatus says whether p's status is older than the last audit this process
+// wrote for p's current generation.
+func (r *Reconciler) staleStatus(p *policyv1alpha1.LabelPolicy) bool {
+	v, ok := r.audited.Load(p.Name)
+	if !ok {
+		return false
+	}
+	m := v.(auditMark)
+	if m.uid != p.UID || m.generation != p.Generation {
+		return false
+	}
+	return p.Status.LastAuditTime == nil || p.Status.LastAuditTime.Before(&metav1.Time{Time: m.at.Truncate(time.Second)})
+}
+
+// lastAudit returns when the policy's current generation was last audited, and
+// whether an audit is due regardless of the time (never audited, or spec changed).
+func (r *Reconciler) lastAudit(p *policyv1alpha1.LabelPolicy) (time.Time, bool) {
+	if v, ok := r.audited.Load(p.Name); ok {
+		m := v.(auditMark)
+		if m.uid == p.UID && m.generation == p.Generation {
+			return m.at, false
+		}
+	}
+	if p.Status.LastAuditTime == nil || p.Status.ObservedGeneration != p.Generation {
+		return time.Time{}, true
+	}
+	return p.Status.LastAuditTime.Time, false
+}
+
+// eventf records an Event on the policy; a nil Recorder (unit tests) records nothing.
+func (r *Reconciler) eventf(p *policyv1alpha1.LabelPolicy, typ, reason, action, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(p, nil, typ, reason, action, format, args...)
+	}
+}

@@ -1,0 +1,70 @@
+package labelpolicy
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+)
+
+func TestComputeStatus(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := []struct {
+		name          string
+		p             *policyv1alpha1.LabelPolicy
+		obs           observation
+		wantMode      string
+		wantReady     metav1.ConditionStatus
+		wantReason    string
+		wantDefault   metav1.ConditionStatus
+		wantDefReason string
+		wantCompliant string
+	}{
+		{"native default", testPolicy(policyv1alpha1.ActionDefault), observation{mapServed: true, audit: &auditResult{}, auditTime: now},
+			policyv1alpha1.AdmissionModeNative, metav1.ConditionTrue, ReasonReady, metav1.ConditionTrue, ReasonMutatingPolicyServed, ReasonNoViolations},
+		{"default without MAP is reported honestly", testPolicy(policyv1alpha1.ActionDefault), observation{mapServed: false, audit: &auditResult{}, auditTime: now},
+			policyv1alpha1.AdmissionModeValidationOnly, metav1.ConditionTrue, ReasonReady, metav1.ConditionFalse, ReasonMutatingPolicyUnavailable, ReasonNoViolations},
+		{"violations", testPolicy(policyv1alpha1.ActionAudit), observation{mapServed: true, audit: &auditResult{violations: 3}, auditTime: now},
+			policyv1alpha1.AdmissionModeNative, metav1.ConditionTrue, ReasonReady, metav1.ConditionTrue, ReasonNotNeeded, ReasonViolationsFound},
+		{"apply failed", testPolicy(policyv1alpha1.ActionDeny), observation{mapServed: true, admissionErr: errors.New("forbidden")},
+			policyv1alpha1.AdmissionModeNative, metav1.ConditionFalse, ReasonApplyFailed, metav1.ConditionTrue, ReasonNotNeeded, ReasonAuditPending},
+		{"audit failed", testPolicy(policyv1alpha1.ActionDeny), observation{mapServed: true, auditErr: errors.New("forbidden")},
+			policyv1alpha1.AdmissionModeNative, metav1.ConditionFalse, ReasonAuditFailed, metav1.ConditionTrue, ReasonNotNeeded, ReasonAuditFailed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.p.Generation = 4
+			st := computeStatus(tc.p, tc.obs)
+			if st.ObservedGeneration != 4 || st.AdmissionMode != tc.wantMode {
+				t.Errorf("observedGeneration %d, mode %q", st.ObservedGeneration, st.AdmissionMode)
+			}
+			check := func(typ string, status metav1.ConditionStatus, reason string) {
+				c := meta.FindStatusCondition(st.Conditions, typ)
+				if c == nil || c.Status != status || c.Reason != reason {
+					t.Errorf("%s = %+v, want %s/%s", typ, c, status, reason)
+				}
+			}
+			check(policyv1alpha1.ConditionReady, tc.wantReady, tc.wantReason)
+			check(policyv1alpha1.ConditionDefaultingAvailable, tc.wantDefault, tc.wantDefReason)
+			c := meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionCompliant)
+			if c == nil || c.Reason != tc.wantCompliant {
+				t.Errorf("Compliant = %+v, want reason %s", c, tc.wantCompliant)
+			}
+			if tc.obs.audit != nil && (st.LastAuditTime == nil || !st.LastAuditTime.Time.Equal(now)) {
+				t.Errorf("lastAuditTime = %v", st.LastAuditTime)
+			}
+		})
+	}
+}
+
+func TestComputeStatusInvalidSpec(t *testing.T) {
+	st := computeStatus(testPolicy(policyv1alpha1.ActionDeny), observation{invalidSpec: "allowedPattern is not valid"})
+	c := meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionReady)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonInvalidSpec {
+		t.Errorf("Ready = %+v", c)
+	}
+}

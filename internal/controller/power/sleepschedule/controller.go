@@ -1,0 +1,226 @@
+// Package sleepschedule implements the SleepSchedule controller: it scales the
+// workloads of selected namespaces down outside their awake windows and restores them
+// exactly afterwards, deriving the state from the clock at every reconcile.
+package sleepschedule
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+)
+
+// Name is the controller's name, as given to --controllers.
+const Name = "sleepschedule"
+
+// finalizer keeps a SleepSchedule until the workloads it holds asleep are woken.
+const finalizer = "power.orderly.dev/wake"
+
+// maxRequeue bounds the wait for the next transition, so that a clock that jumped
+// (or a missed timer) is corrected within this time.
+const maxRequeue = 15 * time.Minute
+
+// Clock tells the time; tests inject a fake one.
+type Clock interface {
+	Now() time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// RealClock is the wall clock.
+var RealClock Clock = realClock{}
+
+// Reconciler reconciles SleepSchedules.
+type Reconciler struct {
+	client.Client
+	// APIReader reads straight from the API server, to retry a status write against
+	// the latest version; the cached client when nil.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	// Clock is the time the schedule is evaluated at; RealClock when nil.
+	Clock Clock
+	// Writers is how many workload writes one reconcile makes at once (default 16);
+	// the process-wide client rate limiter bounds them together.
+	Writers int
+}
+
+// +kubebuilder:rbac:groups=power.orderly.dev,resources=sleepschedules,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=power.orderly.dev,resources=sleepschedules/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=power.orderly.dev,resources=sleepschedules/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// CacheByObject narrows the manager's cache to what this controller needs. Workloads
+// are cached in full (a new one in a sleeping namespace must be seen), without their
+// managed fields, which this controller never reads.
+func CacheByObject() map[client.Object]cache.ByObject {
+	strip := cache.ByObject{Transform: cache.TransformStripManagedFields()}
+	return map[client.Object]cache.ByObject{
+		&appsv1.Deployment{}:                     strip,
+		&appsv1.StatefulSet{}:                    strip,
+		&batchv1.CronJob{}:                       strip,
+		&autoscalingv2.HorizontalPodAutoscaler{}: strip,
+		&powerv1alpha1.SleepSchedule{}:           strip,
+	}
+}
+
+func (r *Reconciler) apiReader() client.Reader {
+	if r.APIReader == nil {
+		return r.Client
+	}
+	return r.APIReader
+}
+
+func (r *Reconciler) clock() Clock {
+	if r.Clock == nil {
+		return RealClock
+	}
+	return r.Clock
+}
+
+// SetupWithManager registers the controller with mgr.
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	all := handler.EnqueueRequestsFromMapFunc(r.allSchedules)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		WithOptions(opts).
+		// An annotation change reconciles too: `kubectl annotate` forces a reconcile.
+		For(&powerv1alpha1.SleepSchedule{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		// Another schedule's selection decides who owns a shared namespace.
+		Watches(&powerv1alpha1.SleepSchedule{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Namespace{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&appsv1.Deployment{}, all).
+		Watches(&appsv1.StatefulSet{}, all).
+		Watches(&batchv1.CronJob{}, all).
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}
+
+// allSchedules maps any event to every SleepSchedule: there are few of them, and
+// each decides from the cache whether the object concerns it.
+func (r *Reconciler) allSchedules(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list powerv1alpha1.SleepScheduleList
+	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "Listing SleepSchedules")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: list.Items[i].Name}})
+	}
+	return reqs
+}
+
+// Reconcile puts the workloads of one SleepSchedule to sleep or wakes them, as the
+// clock and the spec say now.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var s powerv1alpha1.SleepSchedule
+	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetMetrics(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !s.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, &s)
+	}
+	if !controllerutil.ContainsFinalizer(&s, finalizer) {
+		patch := client.MergeFrom(s.DeepCopy())
+		controllerutil.AddFinalizer(&s, finalizer)
+		if err := r.Patch(ctx, &s, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+
+	now := r.clock().Now()
+	sched, err := Parse(&s.Spec)
+	if err != nil {
+		// The API server refuses such specs; this guards against a time zone that the
+		// API server knows and Orderly does not. Nothing is changed.
+		return ctrl.Result{}, r.updateStatus(ctx, &s, &observation{now: now, invalid: err})
+	}
+	obs := &observation{now: now, state: sched.State(now)}
+	obs.next, obs.hasNext = sched.Next(now)
+
+	sel, err := r.selectNamespaces(ctx, &s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	obs.namespaces, obs.conflicts = sel.owned, sel.conflicts
+	if err := r.observeWorkloads(ctx, &s, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !s.Spec.Suspend && !s.Spec.DryRun {
+		r.apply(ctx, &s, obs)
+	}
+	if err := r.updateStatus(ctx, &s, obs); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if obs.failures > 0 {
+		return ctrl.Result{}, fmt.Errorf("%d workload write(s) failed, first: %w", obs.failures, obs.firstErr)
+	}
+	if obs.conflicted > 0 {
+		// A write raced with a cache that was behind; look again shortly.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	wait := maxRequeue
+	if obs.hasNext {
+		// A little past the transition, so that a timer firing early does not find
+		// the old state still current.
+		wait = min(wait, obs.next.Sub(now)+100*time.Millisecond)
+	}
+	return ctrl.Result{RequeueAfter: max(wait, 100*time.Millisecond)}, nil
+}
+
+// finalize wakes every workload the schedule holds asleep, then lets it go: a
+// deleted schedule must not leave anything scaled down.
+func (r *Reconciler) finalize(ctx context.Context, s *powerv1alpha1.SleepSchedule) error {
+	if !controllerutil.ContainsFinalizer(s, finalizer) {
+		return nil
+	}
+	obs := &observation{now: r.clock().Now(), state: powerv1alpha1.StateAwake, deleting: true}
+	if err := r.observeWorkloads(ctx, s, obs); err != nil {
+		return err
+	}
+	r.apply(ctx, s, obs)
+	if obs.failures > 0 {
+		return fmt.Errorf("waking workloads before deletion: %w", obs.firstErr)
+	}
+	if obs.conflicted > 0 {
+		return fmt.Errorf("waking workloads before deletion: %d write(s) conflicted, retrying", obs.conflicted)
+	}
+	patch := client.MergeFrom(s.DeepCopy())
+	controllerutil.RemoveFinalizer(s, finalizer)
+	if err := r.Patch(ctx, s, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing finalizer: %w", err)
+	}
+	forgetMetrics(s.Name)
+	return nil
+}

@@ -1,0 +1,346 @@
+package sleepschedule
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+)
+
+// Condition reasons.
+const (
+	ReasonAsleep            = "Asleep"
+	ReasonAwake             = "Awake"
+	ReasonSuspended         = "Suspended"
+	ReasonDryRun            = "DryRun"
+	ReasonInvalidSpec       = "InvalidSpec"
+	ReasonWriteFailed       = "WriteFailed"
+	ReasonNamespaceConflict = "NamespaceConflict"
+	ReasonNoConflict        = "NoConflict"
+	ReasonAllReady          = "AllReady"
+	ReasonNotReady          = "WorkloadsNotReady"
+	ReasonLeftAlone         = "LeftAlone"
+)
+
+const (
+	historyLimit = 10
+	namesLimit   = 20
+)
+
+// observation is what one reconcile saw and did.
+type observation struct {
+	now      time.Time
+	invalid  error
+	deleting bool
+
+	state   powerv1alpha1.SleepState
+	next    time.Time
+	hasNext bool
+
+	namespaces    []string
+	conflicts     []namespaceConflict
+	workloads     []*workload
+	pinnedHPAs    []*autoscalingv2.HorizontalPodAutoscaler
+	sleepReplicas int32
+
+	slept, woken, released, leftAlone int
+	failures, conflicted              int
+	firstErr                          error
+	failedNames                       []string
+}
+
+func (o *observation) recordWrite(w *workload, err error) {
+	w.err = err
+	switch {
+	case err != nil && isConflict(err):
+		o.conflicted++
+	case err != nil:
+		o.failures++
+		if o.firstErr == nil {
+			o.firstErr = fmt.Errorf("%s: %w", w.id(), err)
+		}
+		o.failedNames = append(o.failedNames, w.id())
+	case w.act == actSleep:
+		o.slept++
+	case w.act == actWake:
+		o.woken++
+	case w.act == actRelease:
+		o.released++
+	case w.act == actLeftAlone:
+		o.leftAlone++
+	}
+}
+
+func (o *observation) recordHPAWrite(err error) {
+	switch {
+	case err == nil:
+	case isConflict(err):
+		o.conflicted++
+	default:
+		o.failures++
+		if o.firstErr == nil {
+			o.firstErr = fmt.Errorf("HorizontalPodAutoscaler: %w", err)
+		}
+	}
+}
+
+func limitNames(names []string) []string {
+	if len(names) > namesLimit {
+		return names[:namesLimit]
+	}
+	return names
+}
+
+func listMore(names []string) string {
+	if len(names) > namesLimit {
+		return strings.Join(names[:namesLimit], ", ") + fmt.Sprintf(" and %d more", len(names)-namesLimit)
+	}
+	return strings.Join(names, ", ")
+}
+
+// computeStatus derives the status from what this reconcile observed and did. Pure:
+// conditions keep their transition times when their status does not change.
+func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alpha1.SleepScheduleStatus {
+	st := *s.Status.DeepCopy()
+	st.ObservedGeneration = s.Generation
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.Generation,
+		})
+	}
+	if obs.invalid != nil {
+		set(powerv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonInvalidSpec, "The spec cannot be used, nothing was changed: "+obs.invalid.Error())
+		return st
+	}
+	st.State = obs.state
+	st.NextTransition = nil
+	if obs.hasNext {
+		st.NextTransition = &metav1.Time{Time: obs.next.UTC().Truncate(time.Second)}
+	}
+	st.Namespaces = int32(len(obs.namespaces))
+
+	var workloads, sleeping, ready, wouldSleep int32
+	var notReady, leftAlone []string
+	saved := corev1.ResourceList{}
+	for _, w := range obs.workloads {
+		if w.targeted {
+			workloads++
+			if w.want {
+				wouldSleep++
+			}
+		}
+		switch {
+		case w.asleepNow(s.Name):
+			sleeping++
+			addResources(saved, w.savedRequests(obs.sleepReplicas))
+		case w.asleepBy == s.Name && (w.act == actLeftAlone || w.act == actNone && (w.leftAlone || w.changedByOwner())):
+			leftAlone = append(leftAlone, w.id())
+		case w.targeted && w.kind != powerv1alpha1.KindCronJob && w.act != actWake && w.asleepBy == "":
+			if w.ready {
+				ready++
+			} else {
+				notReady = append(notReady, w.id())
+			}
+		}
+	}
+	st.Workloads, st.SleepingWorkloads = workloads, sleeping
+	st.LeftAlone, st.LeftAloneCount = limitNames(leftAlone), int32(len(leftAlone))
+	st.WouldSleep = 0
+	if s.Spec.DryRun {
+		st.WouldSleep = wouldSleep
+	}
+	st.SavedRequests = nil
+	if len(saved) > 0 {
+		st.SavedRequests = saved
+	}
+	st.ReadyWorkloads, st.NotReady = 0, nil
+	if obs.state == powerv1alpha1.StateAwake {
+		st.ReadyWorkloads, st.NotReady = ready, limitNames(notReady)
+	}
+
+	// A transition is recorded when the state changes, and on the first reconcile
+	// that changes anything. Later reconciles of the same period (retries after a
+	// conflict, workloads created while asleep) add what they changed to it.
+	changed := int32(obs.slept + obs.woken + obs.released)
+	action := powerv1alpha1.ActionWake
+	if obs.state == powerv1alpha1.StateAsleep {
+		action = powerv1alpha1.ActionSleep
+	}
+	switch {
+	case s.Spec.Suspend:
+	case s.Status.State != "" && s.Status.State != obs.state || s.Status.State == "" && changed > 0:
+		tr := powerv1alpha1.Transition{Time: metav1.Time{Time: obs.now.UTC().Truncate(time.Second)}, Action: action,
+			Workloads: changed, Failures: int32(obs.failures), DryRun: s.Spec.DryRun}
+		if s.Spec.DryRun {
+			tr.Workloads = wouldSleep
+		}
+		st.History = append([]powerv1alpha1.Transition{tr}, st.History...)
+		if len(st.History) > historyLimit {
+			st.History = st.History[:historyLimit]
+		}
+	case len(st.History) > 0 && st.History[0].Action == action && !st.History[0].DryRun && !s.Spec.DryRun:
+		st.History[0].Workloads += changed
+		st.History[0].Failures = int32(obs.failures)
+	}
+
+	if len(obs.conflicts) > 0 {
+		parts := make([]string, 0, len(obs.conflicts))
+		for _, c := range obs.conflicts {
+			parts = append(parts, fmt.Sprintf("%s (owned by %s)", c.namespace, c.owner))
+		}
+		set(powerv1alpha1.ConditionNamespaceConflict, metav1.ConditionTrue, ReasonNamespaceConflict,
+			fmt.Sprintf("%d selected namespace(s) are left to an older SleepSchedule: %s. Narrow one of the selections.", len(parts), listMore(parts)))
+	} else {
+		set(powerv1alpha1.ConditionNamespaceConflict, metav1.ConditionFalse, ReasonNoConflict, "No selected namespace is selected by an older SleepSchedule")
+	}
+	switch {
+	case obs.state == powerv1alpha1.StateAsleep:
+		set(powerv1alpha1.ConditionWorkloadsReady, metav1.ConditionTrue, ReasonAsleep, "Asleep: no workload is expected to run")
+	case len(notReady) > 0:
+		set(powerv1alpha1.ConditionWorkloadsReady, metav1.ConditionFalse, ReasonNotReady,
+			fmt.Sprintf("%d of %d awake workloads have all replicas ready; not ready: %s", ready, int(ready)+len(notReady), listMore(notReady)))
+	default:
+		set(powerv1alpha1.ConditionWorkloadsReady, metav1.ConditionTrue, ReasonAllReady, fmt.Sprintf("All %d awake workloads have all replicas ready", ready))
+	}
+
+	until := "no transition is scheduled"
+	if obs.hasNext {
+		until = "until " + obs.next.UTC().Format(time.RFC3339)
+	}
+	switch {
+	case s.Spec.Suspend:
+		set(powerv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonSuspended, "Suspended: workloads are left as they are")
+	case s.Spec.DryRun:
+		set(powerv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDryRun,
+			fmt.Sprintf("Dry run: the schedule is %s (%s); %d of %d workloads would be asleep; nothing is changed", obs.state, until, wouldSleep, workloads))
+	case obs.failures > 0:
+		set(powerv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonWriteFailed,
+			fmt.Sprintf("%d workload(s) could not be changed, retrying: %v", obs.failures, obs.firstErr))
+	case len(obs.conflicts) > 0:
+		set(powerv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNamespaceConflict,
+			fmt.Sprintf("%s for %d namespaces; %d namespace(s) belong to an older SleepSchedule", obs.state, len(obs.namespaces), len(obs.conflicts)))
+	default:
+		reason := ReasonAwake
+		if obs.state == powerv1alpha1.StateAsleep {
+			reason = ReasonAsleep
+		}
+		msg := fmt.Sprintf("%s %s: %d of %d workloads asleep in %d namespaces", obs.state, until, sleeping, workloads, len(obs.namespaces))
+		if len(leftAlone) > 0 {
+			msg += fmt.Sprintf("; %d changed by their owner and left alone", len(leftAlone))
+		}
+		set(powerv1alpha1.ConditionReady, metav1.ConditionTrue, reason, msg)
+	}
+	return st
+}
+
+// updateStatus emits Events for what this reconcile did, updates the metrics and
+// writes the status when it changed.
+func (r *Reconciler) updateStatus(ctx context.Context, s *powerv1alpha1.SleepSchedule, obs *observation) error {
+	r.emitEvents(s, obs)
+	prev := s.Status
+	for attempt := 0; ; attempt++ {
+		st := computeStatus(s, obs)
+		if equality.Semantic.DeepEqual(st, s.Status) {
+			recordMetrics(s.Name, prev, st, obs)
+			return nil
+		}
+		// Optimistic locking: a reconcile that started from a cached copy older than
+		// the last status write must not record the same transition twice.
+		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		s.Status = st
+		err := r.Status().Patch(ctx, s, patch)
+		if err == nil {
+			recordMetrics(s.Name, prev, st, obs)
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt >= 3 {
+			return fmt.Errorf("updating status: %w", err)
+		}
+		// The writes of this reconcile are done: record them on the latest version
+		// rather than lose them, unless the spec changed meanwhile (then the next
+		// reconcile reports from scratch).
+		latest := &powerv1alpha1.SleepSchedule{}
+		if err := r.apiReader().Get(ctx, client.ObjectKeyFromObject(s), latest); err != nil {
+			return fmt.Errorf("updating status: %w", err)
+		}
+		if latest.Generation != s.Generation {
+			return fmt.Errorf("updating status: %w", err)
+		}
+		*s = *latest
+	}
+}
+
+// emitEvents reports, one Event per kind of change and reconcile, what was done.
+func (r *Reconciler) emitEvents(s *powerv1alpha1.SleepSchedule, obs *observation) {
+	if obs.invalid != nil {
+		if c := meta.FindStatusCondition(s.Status.Conditions, powerv1alpha1.ConditionReady); c == nil || c.Reason != ReasonInvalidSpec {
+			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Validate", "%v", obs.invalid)
+		}
+		return
+	}
+	if obs.slept > 0 {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "Slept", "Sleep", "Put %d workload(s) to sleep (%s)", obs.slept, sampleNames(obs, actSleep))
+	}
+	if obs.woken > 0 {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "Woke", "Wake", "Woke %d workload(s) and restored their replicas (%s)", obs.woken, sampleNames(obs, actWake))
+	}
+	for _, w := range obs.workloads {
+		if w.err != nil {
+			continue
+		}
+		switch {
+		case w.act == actLeftAlone:
+			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonLeftAlone, "Sleep",
+				"%s was changed by someone else while asleep (now %s); Orderly leaves it alone and will not restore it on waking", w.id(), w.describeValue())
+		case w.act == actRelease && !w.leftAlone && w.record != nil:
+			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonLeftAlone, "Wake",
+				"%s was changed by someone else while asleep (now %s); it is kept as it is", w.id(), w.describeValue())
+		}
+	}
+	if obs.failures > 0 {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonWriteFailed, "Write", "%d workload write(s) failed: %s; first error: %v", obs.failures, listMore(obs.failedNames), obs.firstErr)
+	}
+	had := meta.IsStatusConditionTrue(s.Status.Conditions, powerv1alpha1.ConditionNamespaceConflict)
+	if len(obs.conflicts) > 0 && !had {
+		c := obs.conflicts[0]
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonNamespaceConflict, "Select",
+			"%d selected namespace(s) are left to an older SleepSchedule, e.g. %s owned by %s", len(obs.conflicts), c.namespace, c.owner)
+	}
+	if s.Spec.DryRun && s.Status.State != obs.state {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonDryRun, "DryRun", "Dry run: the schedule is now %s; nothing was changed", obs.state)
+	}
+}
+
+func (w *workload) describeValue() string {
+	if w.kind == powerv1alpha1.KindCronJob {
+		return fmt.Sprintf("suspend=%v", w.value == 1)
+	}
+	return fmt.Sprintf("replicas=%d", w.value)
+}
+
+func sampleNames(obs *observation, a action) string {
+	var names []string
+	n := 0
+	for _, w := range obs.workloads {
+		if w.act == a && w.err == nil {
+			n++
+			if len(names) < 5 {
+				names = append(names, w.id())
+			}
+		}
+	}
+	if n > len(names) {
+		return strings.Join(names, ", ") + fmt.Sprintf(" and %d more", n-len(names))
+	}
+	return strings.Join(names, ", ")
+}

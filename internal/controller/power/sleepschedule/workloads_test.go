@@ -1,0 +1,89 @@
+package sleepschedule
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+)
+
+func TestDecide(t *testing.T) {
+	rec := &sleepRecord{Replicas: ptr(int32(3)), SleepReplicas: ptr(int32(0))}
+	cronRec := &sleepRecord{Suspend: ptr(false)}
+	tests := []struct {
+		name string
+		w    workload
+		want action
+	}{
+		{"awake and not asleep: nothing", workload{kind: "Deployment", value: 3}, actNone},
+		{"should sleep: sleep", workload{kind: "Deployment", value: 3, want: true}, actSleep},
+		{"already at zero still gets a record, so that a later change is seen", workload{kind: "Deployment", value: 0, want: true}, actSleep},
+		{"asleep as recorded: nothing", workload{kind: "Deployment", value: 0, want: true, asleepBy: "me", record: rec}, actNone},
+		{"scaled by hand while asleep: left alone", workload{kind: "Deployment", value: 2, want: true, asleepBy: "me", record: rec}, actLeftAlone},
+		{"already marked left alone: nothing", workload{kind: "Deployment", value: 2, want: true, asleepBy: "me", record: rec, leftAlone: true}, actNone},
+		{"wake: restore", workload{kind: "Deployment", value: 0, asleepBy: "me", record: rec}, actWake},
+		{"wake after a change by hand: release only", workload{kind: "Deployment", value: 2, asleepBy: "me", record: rec}, actRelease},
+		{"wake a left-alone workload: release only", workload{kind: "Deployment", value: 2, asleepBy: "me", record: rec, leftAlone: true}, actRelease},
+		{"another schedule's workload: never touched", workload{kind: "Deployment", value: 0, want: true, asleepBy: "other", record: rec}, actNone},
+		{"another schedule's workload while awake: never touched", workload{kind: "Deployment", value: 0, asleepBy: "other", record: rec}, actNone},
+		{"unreadable record while awake: release", workload{kind: "Deployment", value: 0, asleepBy: "me"}, actRelease},
+		{"cron job suspended as recorded: nothing", workload{kind: "CronJob", value: 1, want: true, asleepBy: "me", record: cronRec}, actNone},
+		{"cron job resumed by hand: left alone", workload{kind: "CronJob", value: 0, want: true, asleepBy: "me", record: cronRec}, actLeftAlone},
+		{"cron job wake", workload{kind: "CronJob", value: 1, asleepBy: "me", record: cronRec}, actWake},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := decide(&tt.w, "me"); got != tt.want {
+				t.Errorf("decide() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSavedRequests(t *testing.T) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("128Mi")}
+	tests := []struct {
+		name    string
+		w       workload
+		sleep   int32
+		wantCPU string
+	}{
+		{"being put to sleep now", workload{kind: "Deployment", obj: d, value: 4, act: actSleep, podRequests: req}, 0, "1"},
+		{"asleep with a record", workload{kind: "Deployment", obj: d, record: &sleepRecord{Replicas: ptr(int32(3)), SleepReplicas: ptr(int32(1))}, podRequests: req}, 0, "500m"},
+		{"was at zero", workload{kind: "Deployment", obj: d, record: &sleepRecord{Replicas: ptr(int32(0)), SleepReplicas: ptr(int32(0))}, podRequests: req}, 0, "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.w.savedRequests(tt.sleep)
+			if got.Cpu().String() != tt.wantCPU {
+				t.Errorf("saved CPU = %s, want %s", got.Cpu(), tt.wantCPU)
+			}
+		})
+	}
+}
+
+func TestComputeStatusHistoryIsBounded(t *testing.T) {
+	s := &powerv1alpha1.SleepSchedule{}
+	s.Status.State = powerv1alpha1.StateAwake
+	for i := 0; i < historyLimit; i++ {
+		s.Status.History = append(s.Status.History, powerv1alpha1.Transition{Action: powerv1alpha1.ActionWake})
+	}
+	st := computeStatus(s, &observation{state: powerv1alpha1.StateAsleep, slept: 3})
+	if len(st.History) != historyLimit {
+		t.Fatalf("history has %d entries, want %d", len(st.History), historyLimit)
+	}
+	if st.History[0].Action != powerv1alpha1.ActionSleep || st.History[0].Workloads != 3 {
+		t.Errorf("newest entry = %+v, want Sleep of 3 workloads", st.History[0])
+	}
+	// The same period's later writes add to the newest entry instead of adding one.
+	s.Status = st
+	st = computeStatus(s, &observation{state: powerv1alpha1.StateAsleep, slept: 2})
+	if len(st.History) != historyLimit || st.History[0].Workloads != 5 {
+		t.Errorf("newest entry = %+v (of %d), want 5 workloads", st.History[0], len(st.History))
+	}
+}
