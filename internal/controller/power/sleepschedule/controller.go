@@ -6,6 +6,7 @@ package sleepschedule
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -112,8 +114,8 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 		// Another schedule's selection decides who owns a shared namespace.
 		Watches(&powerv1alpha1.SleepSchedule{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Namespace{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Watches(&appsv1.Deployment{}, all).
-		Watches(&appsv1.StatefulSet{}, all).
+		Watches(&appsv1.Deployment{}, all, builder.WithPredicates(workloadChanged())).
+		Watches(&appsv1.StatefulSet{}, all, builder.WithPredicates(workloadChanged())).
 		Watches(&batchv1.CronJob{}, all).
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
@@ -223,4 +225,28 @@ func (r *Reconciler) finalize(ctx context.Context, s *powerv1alpha1.SleepSchedul
 	}
 	forgetMetrics(s.Name)
 	return nil
+}
+
+// workloadChanged passes creates, deletes, and the updates a schedule acts on: a new
+// spec (generation), changed labels or annotations, or a workload becoming ready or
+// unready. A Deployment's status changes with every pod it starts or stops; reacting
+// to each of those would rescan every workload thousands of times during a transition.
+func workloadChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		if o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels()) || !maps.Equal(o.GetAnnotations(), n.GetAnnotations()) {
+			return true
+		}
+		return workloadReady(o) != workloadReady(n)
+	}}
+}
+
+func workloadReady(obj client.Object) bool {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return deploymentReady(w)
+	case *appsv1.StatefulSet:
+		return statefulSetReady(w)
+	}
+	return true
 }

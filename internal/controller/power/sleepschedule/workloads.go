@@ -199,8 +199,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 			d := &dl.Items[i]
 			add(&workload{kind: powerv1alpha1.KindDeployment, obj: d, value: replicasOf(d.Spec.Replicas),
 				podRequests: podRequests(&d.Spec.Template.Spec),
-				ready: d.Status.ObservedGeneration >= d.Generation && d.Status.ReadyReplicas >= replicasOf(d.Spec.Replicas) &&
-					d.Status.UpdatedReplicas >= replicasOf(d.Spec.Replicas)})
+				ready:       deploymentReady(d)})
 		}
 		var sl appsv1.StatefulSetList
 		if err := r.List(ctx, &sl, opts...); err != nil {
@@ -210,7 +209,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 			st := &sl.Items[i]
 			add(&workload{kind: powerv1alpha1.KindStatefulSet, obj: st, value: replicasOf(st.Spec.Replicas),
 				podRequests: podRequests(&st.Spec.Template.Spec),
-				ready:       st.Status.ObservedGeneration >= st.Generation && st.Status.ReadyReplicas >= replicasOf(st.Spec.Replicas)})
+				ready:       statefulSetReady(st)})
 		}
 		var cl batchv1.CronJobList
 		if err := r.List(ctx, &cl, opts...); err != nil {
@@ -490,3 +489,14 @@ func addResources(into corev1.ResourceList, more corev1.ResourceList) {
 func isConflict(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }
 
 func ptr[T any](v T) *T { return &v }
+
+// deploymentReady reports whether a Deployment runs its declared replicas, all updated and ready.
+func deploymentReady(d *appsv1.Deployment) bool {
+	want := replicasOf(d.Spec.Replicas)
+	return d.Status.ObservedGeneration >= d.Generation && d.Status.ReadyReplicas >= want && d.Status.UpdatedReplicas >= want
+}
+
+// statefulSetReady reports whether a StatefulSet runs its declared replicas, all ready.
+func statefulSetReady(st *appsv1.StatefulSet) bool {
+	return st.Status.ObservedGeneration >= st.Generation && st.Status.ReadyReplicas >= replicasOf(st.Spec.Replicas)
+}
