@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -18,12 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -39,16 +32,6 @@ import (
 // dbPoolSize is the admin connections both sides get: the manager's pool per server
 // (postgres.Connector's default) and the baseline's pool.
 const dbPoolSize = 8
-
-func newDataClient(cfg *rest.Config) (client.WithWatch, error) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(datav1alpha1.AddToScheme(scheme))
-	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = clientQPS, clientBurst
-	c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(clientQPS, clientBurst)
-	return client.NewWithWatch(c, client.Options{Scheme: scheme})
-}
 
 func fmtP(ds []time.Duration) string {
 	p50, p99 := percentiles(ds)
@@ -283,7 +266,7 @@ func BenchmarkDevDatabases(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := newDataClient(cfg)
+	c, err := newBenchClient(cfg, clientQPS, clientBurst)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -304,25 +287,7 @@ func BenchmarkDevDatabases(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	bin := os.Getenv("ORDERLY_BIN")
-	if bin == "" {
-		b.Fatal("ORDERLY_BIN is not set: run `make bench`")
-	}
-	logPath := filepath.Join(b.TempDir(), "manager.log")
-	logs, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort())
-	mgr := exec.Command(bin, "manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--controllers=databaseserver,devdatabase",
-		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0",
-		fmt.Sprintf("--kube-api-qps=%d", clientQPS), fmt.Sprintf("--kube-api-burst=%d", clientBurst),
-		fmt.Sprintf("--max-concurrent-reconciles=%d", managerConcurrency), "--log-level=error")
-	mgr.Stdout, mgr.Stderr = logs, logs
-	if err := mgr.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = mgr.Process.Kill(); _, _ = mgr.Process.Wait() }()
+	mgr := startManager(b, kubeconfig, "--controllers=databaseserver,devdatabase", fmt.Sprintf("--kube-api-qps=%d", clientQPS), fmt.Sprintf("--kube-api-burst=%d", clientBurst), fmt.Sprintf("--max-concurrent-reconciles=%d", managerConcurrency), "--log-level=error")
 	// Wait until the manager has reached the server (its pool is warm, as the baseline's is).
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -331,7 +296,7 @@ func BenchmarkDevDatabases(b *testing.B) {
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("DatabaseServer not Ready after a minute; manager log: %s", logPath)
+			b.Fatalf("DatabaseServer not Ready after a minute; manager log: %s", mgr.logPath)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -339,8 +304,8 @@ func BenchmarkDevDatabases(b *testing.B) {
 	// One namespace per run: a watch starts with the Secrets that already exist.
 	orderlyEmpty := runOrderly(ctx, b, c, "bench-db-empty", n, "empty", "")
 	orderlyClone := runOrderly(ctx, b, c, "bench-db-clone", clones, "clone", "seed")
-	cpu := cpuSeconds(mgr.Process.Pid)
-	peak := peakRSS(mgr.Process.Pid)
+	cpu := cpuSeconds(mgr.pid)
+	peak := peakRSS(mgr.pid)
 
 	be50, be99 := percentiles(baseEmpty)
 	bc50, bc99 := percentiles(baseClone)

@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,13 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -36,16 +29,6 @@ import (
 )
 
 const lpBenchLabel = "bench-labelpolicy"
-
-func newPolicyClient(cfg *rest.Config) (client.Client, error) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(policyv1alpha1.AddToScheme(scheme))
-	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = 1000, 2000
-	c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(1000, 2000)
-	return client.New(c, client.Options{Scheme: scheme})
-}
 
 // pausedDeployment creates no ReplicaSet, so the benchmark measures admission and
 // Orderly rather than the local controller-manager.
@@ -216,7 +199,7 @@ func BenchmarkLabelPolicy(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := newPolicyClient(cfg)
+	c, err := newBenchClient(cfg, 1000, 2000)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -226,24 +209,7 @@ func BenchmarkLabelPolicy(b *testing.B) {
 		}
 	}
 
-	bin := os.Getenv("ORDERLY_BIN")
-	if bin == "" {
-		b.Fatal("ORDERLY_BIN is not set: run `make bench`")
-	}
-	logPath := filepath.Join(b.TempDir(), "manager.log")
-	logs, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort())
-	mgr := exec.Command(bin, "manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--controllers=labelpolicy",
-		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0",
-		fmt.Sprintf("--kube-api-qps=%d", clientQPS), fmt.Sprintf("--kube-api-burst=%d", clientBurst), "--log-level=error")
-	mgr.Stdout, mgr.Stderr = logs, logs
-	if err := mgr.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = mgr.Process.Kill(); _, _ = mgr.Process.Wait() }()
+	mgr := startManager(b, kubeconfig, "--controllers=labelpolicy", fmt.Sprintf("--kube-api-qps=%d", clientQPS), fmt.Sprintf("--kube-api-burst=%d", clientBurst), "--log-level=error")
 
 	// Admission latency: the same creates without a policy, under a Deny policy (a
 	// ValidatingAdmissionPolicy) and under a Default policy (a MutatingAdmissionPolicy
@@ -253,7 +219,7 @@ func BenchmarkLabelPolicy(b *testing.B) {
 			b.Fatal(err)
 		}
 		if err := waitPolicy(ctx, c, p.Name, policyReady); err != nil {
-			b.Fatalf("%v; manager log: %s", err, logPath)
+			b.Fatalf("%v; manager log: %s", err, mgr.logPath)
 		}
 	}
 	if err := waitEnforcedBench(ctx, c, "lp-deny", false); err != nil {
@@ -318,22 +284,22 @@ func BenchmarkLabelPolicy(b *testing.B) {
 	}
 	listBaseline := time.Since(start)
 
-	rssBefore := peakRSS(mgr.Process.Pid)
+	rssBefore := peakRSS(mgr.pid)
 	start = time.Now()
 	audit := benchPolicy("audit", policyv1alpha1.ActionAudit, "audit")
 	if err := c.Create(ctx, audit); err != nil {
 		b.Fatal(err)
 	}
 	if err := waitPolicy(ctx, c, "audit", policyReady); err != nil {
-		b.Fatalf("%v; manager log: %s", err, logPath)
+		b.Fatalf("%v; manager log: %s", err, mgr.logPath)
 	}
 	auditWall := time.Since(start)
 	var got policyv1alpha1.LabelPolicy
 	if err := c.Get(ctx, client.ObjectKey{Name: "audit"}, &got); err != nil {
 		b.Fatal(err)
 	}
-	auditSeconds := scrapeCounter("http://"+metricsAddr+"/metrics", `orderly_labelpolicy_audit_duration_seconds_sum{labelpolicy="audit"}`)
-	peak := peakRSS(mgr.Process.Pid)
+	auditSeconds := scrapeCounter(mgr.metricsURL, `orderly_labelpolicy_audit_duration_seconds_sum{labelpolicy="audit"}`)
+	peak := peakRSS(mgr.pid)
 
 	fmt.Printf("\nLabelPolicy benchmark: %d Deployment creates per case, one of each case %d times a second, interleaved (client-side latency)\n", creates, rate)
 	row := func(label string, l []time.Duration) {

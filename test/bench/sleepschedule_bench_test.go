@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,14 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -33,17 +27,6 @@ import (
 )
 
 const benchLabel = "orderly-bench"
-
-func newPowerClient(cfg *rest.Config) (client.Client, error) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(powerv1alpha1.AddToScheme(scheme))
-	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = clientQPS, clientBurst
-	// One limiter for the whole client, as the manager has (see cmd/orderly/manager.go).
-	c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(clientQPS, clientBurst)
-	return client.New(c, client.Options{Scheme: scheme})
-}
 
 func benchDeployment(ns, name string) *appsv1.Deployment {
 	lbls := map[string]string{"app": name}
@@ -185,7 +168,7 @@ func BenchmarkSleepSchedule(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := newPowerClient(cfg)
+	c, err := newBenchClient(cfg, clientQPS, clientBurst)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -238,25 +221,7 @@ func BenchmarkSleepSchedule(b *testing.B) {
 
 	// Orderly: the manager with the same client limits; a schedule that is always
 	// asleep except for an on-demand wake that ends at a known instant.
-	bin := os.Getenv("ORDERLY_BIN")
-	if bin == "" {
-		b.Fatal("ORDERLY_BIN is not set: run `make bench`")
-	}
-	logPath := filepath.Join(os.TempDir(), "orderly-bench-sleepschedule-manager.log")
-	logs, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort())
-	mgr := exec.Command(bin, "manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--controllers=sleepschedule",
-		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0",
-		fmt.Sprintf("--kube-api-qps=%d", clientQPS), fmt.Sprintf("--kube-api-burst=%d", clientBurst),
-		fmt.Sprintf("--max-concurrent-reconciles=%d", managerConcurrency), "--log-level=error")
-	mgr.Stdout, mgr.Stderr = logs, logs
-	if err := mgr.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = mgr.Process.Kill(); _, _ = mgr.Process.Wait() }()
+	mgr := startManager(b, kubeconfig, "--controllers=sleepschedule", fmt.Sprintf("--kube-api-qps=%d", clientQPS), fmt.Sprintf("--kube-api-burst=%d", clientBurst), fmt.Sprintf("--max-concurrent-reconciles=%d", managerConcurrency), "--log-level=error")
 
 	transition := time.Now().Add(15 * time.Second).Truncate(time.Second)
 	s := &powerv1alpha1.SleepSchedule{
@@ -271,7 +236,7 @@ func BenchmarkSleepSchedule(b *testing.B) {
 	}
 	written, err := w.until(ctx, replicasAre(0))
 	if err != nil {
-		b.Fatalf("%v; manager log: %s", err, logPath)
+		b.Fatalf("%v; manager log: %s", err, mgr.logPath)
 	}
 	orderlySleepWrites := written.Sub(transition)
 	gone, err = w.until(ctx, podsGone)
@@ -287,7 +252,7 @@ func BenchmarkSleepSchedule(b *testing.B) {
 	}
 	written, err = w.until(ctx, replicasAre(1))
 	if err != nil {
-		b.Fatalf("%v; manager log: %s", err, logPath)
+		b.Fatalf("%v; manager log: %s", err, mgr.logPath)
 	}
 	orderlyWakeWrites := written.Sub(start)
 	ready, err = w.until(ctx, allReady)
@@ -296,10 +261,10 @@ func BenchmarkSleepSchedule(b *testing.B) {
 	}
 	orderlyWakeReady := ready.Sub(start)
 
-	peak := peakRSS(mgr.Process.Pid)
-	cpu := cpuSeconds(mgr.Process.Pid)
-	reconciles := scrapeCounter("http://"+metricsAddr+"/metrics", `controller_runtime_reconcile_total{controller="sleepschedule"`)
-	patches := scrapeCounter("http://"+metricsAddr+"/metrics", `rest_client_requests_total{`, `method="PATCH"`)
+	peak := peakRSS(mgr.pid)
+	cpu := cpuSeconds(mgr.pid)
+	reconciles := scrapeCounter(mgr.metricsURL, `controller_runtime_reconcile_total{controller="sleepschedule"`)
+	patches := scrapeCounter(mgr.metricsURL, `rest_client_requests_total{`, `method="PATCH"`)
 
 	fmt.Printf("\nSleepSchedule benchmark: %d Deployments (1 pod each) in %d namespaces, client %d QPS / %d burst (one limiter per process)\n",
 		total, namespaces, clientQPS, clientBurst)

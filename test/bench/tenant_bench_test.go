@@ -6,16 +6,9 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,12 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -50,24 +38,6 @@ const (
 	// reconciles wait on the API server; the limiter, not the workers, bounds both sides.
 	managerConcurrency = 16
 )
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
-func newClient(cfg *rest.Config) (client.Client, error) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(tenancyv1alpha1.AddToScheme(scheme))
-	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = clientQPS, clientBurst
-	// One limiter for the whole client, as the manager has (see cmd/orderly/manager.go).
-	c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(clientQPS, clientBurst)
-	return client.New(c, client.Options{Scheme: scheme})
-}
 
 // benchTenant is the Tenant used by the benchmark: two namespaces, owners, quota,
 // limits and the default isolation policy (5 objects per namespace).
@@ -156,7 +126,7 @@ func BenchmarkTenants(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := newClient(cfg)
+	c, err := newBenchClient(cfg, clientQPS, clientBurst)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -176,25 +146,7 @@ func BenchmarkTenants(b *testing.B) {
 	baseline := time.Since(start)
 
 	// Orderly: Tenants created at the same rate limit, manager at the same client limits.
-	bin := os.Getenv("ORDERLY_BIN")
-	if bin == "" {
-		b.Fatal("ORDERLY_BIN is not set: run `make bench`")
-	}
-	logPath := filepath.Join(b.TempDir(), "manager.log")
-	logs, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort())
-	mgr := exec.Command(bin, "manager", "--kubeconfig", kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0",
-		fmt.Sprintf("--kube-api-qps=%d", clientQPS), fmt.Sprintf("--kube-api-burst=%d", clientBurst),
-		fmt.Sprintf("--max-concurrent-reconciles=%d", managerConcurrency), "--log-level=error")
-	mgr.Stdout, mgr.Stderr = logs, logs
-	if err := mgr.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = mgr.Process.Kill(); _, _ = mgr.Process.Wait() }()
+	mgr := startManager(b, kubeconfig, fmt.Sprintf("--kube-api-qps=%d", clientQPS), fmt.Sprintf("--kube-api-burst=%d", clientBurst), fmt.Sprintf("--max-concurrent-reconciles=%d", managerConcurrency), "--log-level=error")
 	time.Sleep(2 * time.Second) // let the manager's caches sync before the clock starts
 
 	start = time.Now()
@@ -221,18 +173,18 @@ func BenchmarkTenants(b *testing.B) {
 			break
 		}
 		if time.Since(start) > 20*time.Minute {
-			b.Fatalf("only %d of %d Tenants Ready after 20 minutes; manager log: %s", ready, tenants, logPath)
+			b.Fatalf("only %d of %d Tenants Ready after 20 minutes; manager log: %s", ready, tenants, mgr.logPath)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	peak := peakRSS(mgr.Process.Pid)
-	cpu := cpuSeconds(mgr.Process.Pid)
+	peak := peakRSS(mgr.pid)
+	cpu := cpuSeconds(mgr.pid)
 	if os.Getenv("BENCH_DEBUG") != "" {
 		for _, m := range []string{"GET", "POST", "PATCH", "PUT", "DELETE"} {
-			fmt.Printf("  manager requests %-6s %8.0f\n", m, scrapeCounter("http://"+metricsAddr+"/metrics", `rest_client_requests_total{code="`, `method="`+m+`"`))
+			fmt.Printf("  manager requests %-6s %8.0f\n", m, scrapeCounter(mgr.metricsURL, `rest_client_requests_total{code="`, `method="`+m+`"`))
 		}
 	}
-	reconciles := scrapeCounter("http://"+metricsAddr+"/metrics", `controller_runtime_reconcile_total{controller="tenant"`)
+	reconciles := scrapeCounter(mgr.metricsURL, `controller_runtime_reconcile_total{controller="tenant"`)
 
 	objects := tenants * len(baselineObjects("x"))
 	fmt.Printf("\nTenant benchmark: %d Tenants x 2 namespaces (%d child objects), client %d QPS / %d burst (one limiter per process)\n", tenants, objects, clientQPS, clientBurst)
@@ -246,69 +198,4 @@ func BenchmarkTenants(b *testing.B) {
 	fmt.Printf("  manager peak memory (VmHWM)                       %8.1f MiB (target < 150 MiB)\n", float64(peak)/(1<<20))
 	b.ReportMetric(orderly.Seconds()/baseline.Seconds(), "ratio")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
-}
-
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// scrapeCounter sums the samples of a Prometheus text exposition whose line starts
-// with prefix.
-func scrapeCounter(url, prefix string, contains ...string) float64 {
-	resp, err := http.Get(url) //nolint:gosec,noctx // loopback URL built by the benchmark
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	sum := 0.0
-	s := bufio.NewScanner(resp.Body)
-	for s.Scan() {
-		line := s.Text()
-		match := strings.HasPrefix(line, prefix)
-		for _, c := range contains {
-			match = match && strings.Contains(line, c)
-		}
-		if match {
-			f := strings.Fields(line)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			sum += v
-		}
-	}
-	return sum
-}
-
-// cpuSeconds reads a process's user+system CPU time from /proc (clock ticks of 1/100 s).
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return -1
-	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / 100
-}
-
-// peakRSS reads a process's peak resident set size from /proc.
-func peakRSS(pid int) int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if strings.HasPrefix(s.Text(), "VmHWM:") {
-			fields := strings.Fields(s.Text())
-			kb, _ := strconv.ParseInt(fields[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
