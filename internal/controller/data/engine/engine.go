@@ -27,6 +27,9 @@ var (
 
 // Server is how Orderly connects to a server as its admin.
 type Server struct {
+	// Name is the DatabaseServer's name: a Connector keeps one pool per name and
+	// replaces it when the other fields change.
+	Name     string
 	Host     string
 	Port     int32
 	SSLMode  string
@@ -75,7 +78,11 @@ type Engine interface {
 
 // Connector returns an Engine for a server; engines may pool connections.
 type Connector interface {
+	// Connect returns an Engine for s. A pool kept for s.Name but made with other
+	// settings (host, port, credentials) is closed and replaced.
 	Connect(ctx context.Context, engine string, s Server) (Engine, error)
+	// Forget closes what is kept for the server called name (it was deleted).
+	Forget(name string)
 }
 
 // Names derives the database and role names of a DevDatabase from its UID, so a

@@ -30,5 +30,5 @@ func ServerFor(ctx context.Context, reader client.Reader, s *datav1alpha1.Databa
 	if port == 0 {
 		port = 5432
 	}
-	return Server{Host: s.Spec.Host, Port: port, SSLMode: string(s.Spec.SSLMode), Username: user, Password: pass}, nil
+	return Server{Name: s.Name, Host: s.Spec.Host, Port: port, SSLMode: string(s.Spec.SSLMode), Username: user, Password: pass}, nil
 }

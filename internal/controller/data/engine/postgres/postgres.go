@@ -37,26 +37,50 @@ const (
 	codeDuplicateObject    = "42710"
 )
 
-// Connector keeps one small pool per server and admin identity.
+// Connector keeps one small pool per DatabaseServer. A pool is replaced (and the old
+// one closed) when the server's host, port, sslMode or admin credentials change, so
+// that no connections made with old credentials linger on the server.
 type Connector struct {
 	mu    sync.Mutex
-	pools map[string]*pgxpool.Pool
+	pools map[string]*pool
 	// MaxConns bounds each pool; default 8.
 	MaxConns int32
 }
 
+// pool is one server's pool and the connection string it was made with.
+type pool struct {
+	*pgxpool.Pool
+	connString string
+}
+
 // NewConnector returns a Connector with no pools yet.
-func NewConnector() *Connector { return &Connector{pools: map[string]*pgxpool.Pool{}} }
+func NewConnector() *Connector { return &Connector{pools: map[string]*pool{}} }
 
 // Close closes every pool.
 func (c *Connector) Close() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, p := range c.pools {
+	old := c.pools
+	c.pools = map[string]*pool{}
+	c.mu.Unlock()
+	for _, p := range old {
 		p.Close()
-		delete(c.pools, k)
 	}
 }
+
+// Forget closes the pool of the server called name, if there is one.
+func (c *Connector) Forget(name string) {
+	c.mu.Lock()
+	p, ok := c.pools[name]
+	delete(c.pools, name)
+	c.mu.Unlock()
+	if ok {
+		closeLater(p)
+	}
+}
+
+// closeLater closes p without waiting: Close blocks until connections in use are
+// returned, and a reconcile still using the old pool must not hold up the caller.
+func closeLater(p *pool) { go p.Close() }
 
 // ConnString builds a libpq keyword/value connection string; values are quoted.
 func ConnString(s engine.Server, database string) string {
@@ -71,18 +95,26 @@ func ConnString(s engine.Server, database string) string {
 		q(s.Host), s.Port, q(database), q(s.Username), q(s.Password), q(sslMode))
 }
 
-// Connect returns the engine for s, reusing its pool.
+// Connect returns the engine for s, reusing its pool while s is unchanged.
 func (c *Connector) Connect(ctx context.Context, kind string, s engine.Server) (engine.Engine, error) {
 	if kind != "" && kind != "postgres" {
 		return nil, fmt.Errorf("engine %q is not supported", kind)
 	}
-	key := ConnString(s, "postgres")
+	connString := ConnString(s, "postgres")
+	key := s.Name
+	if key == "" {
+		key = connString
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p, ok := c.pools[key]; ok {
-		return &Postgres{pool: p, server: s}, nil
+		if p.connString == connString {
+			return &Postgres{pool: p.Pool, server: s}, nil
+		}
+		delete(c.pools, key)
+		closeLater(p)
 	}
-	cfg, err := pgxpool.ParseConfig(key)
+	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		// The error could quote the connection string, and so the password.
 		return nil, errors.New("invalid connection settings for the database server")
@@ -96,7 +128,7 @@ func (c *Connector) Connect(ctx context.Context, kind string, s engine.Server) (
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", engine.ErrUnreachable, safeError(err))
 	}
-	c.pools[key] = p
+	c.pools[key] = &pool{Pool: p, connString: connString}
 	return &Postgres{pool: p, server: s}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -237,5 +238,85 @@ func TestUnreachableIsClassified(t *testing.T) {
 	}
 	if s := err.Error(); strings.Contains(s, "secret-password") {
 		t.Fatalf("error leaks the password: %s", s)
+	}
+}
+
+// sessions counts the server's sessions opened by Orderly's pools as user.
+func sessions(t *testing.T, admin *pgx.Conn, user string) int {
+	t.Helper()
+	return count(t, admin, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'orderly' AND usename = $1", user)
+}
+
+// waitSessions polls until user has want sessions from Orderly's pools.
+func waitSessions(t *testing.T, admin *pgx.Conn, user string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := sessions(t, admin, user)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %d sessions from Orderly's pools, want %d", user, got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestPoolIsClosedWhenCredentialsChangeOrServerIsForgotten(t *testing.T) {
+	ctx := context.Background()
+	_, admin := connect(t)
+	const other = "orderly_pooltest_admin"
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+other+" LOGIN CREATEDB CREATEROLE PASSWORD 'other-password'"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+other) })
+
+	c := NewConnector()
+	t.Cleanup(c.Close)
+	first := engine.Server{Name: "shared", Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password}
+	e1, err := c.Connect(ctx, "postgres", first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e1.Info(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitSessions(t, admin, pg.Username, 1)
+
+	// The admin credentials change: the old pool is closed, its sessions end.
+	second := first
+	second.Username, second.Password = other, "other-password"
+	e2, err := c.Connect(ctx, "postgres", second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e2.Info(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitSessions(t, admin, pg.Username, 0)
+	waitSessions(t, admin, other, 1)
+	if _, err := e1.Info(ctx); err == nil {
+		t.Fatal("the engine of the replaced pool still works")
+	}
+
+	// Unchanged settings reuse the pool.
+	e3, err := c.Connect(ctx, "postgres", second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e3.Info(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e2.Info(ctx); err != nil {
+		t.Fatalf("connecting with the same settings closed the pool: %v", err)
+	}
+	waitSessions(t, admin, other, 1)
+
+	// The server is deleted: its pool is closed.
+	c.Forget("shared")
+	waitSessions(t, admin, other, 0)
+	if _, err := e2.Info(ctx); err == nil {
+		t.Fatal("the engine of a forgotten server still works")
 	}
 }
