@@ -1,11 +1,14 @@
 // Package databaseserver implements the DatabaseServer controller: it checks that a
 // registered server is reachable with its admin credentials and reports its version
-// and how many of Orderly's databases it holds.
+// and how many of Orderly's databases it holds. A finalizer keeps a server being
+// deleted until no DevDatabase uses it, so that their databases can still be dropped.
 package databaseserver
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sort"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/controller/data/engine"
@@ -24,6 +32,14 @@ import (
 
 // Name is the controller's name, as given to --controllers.
 const Name = "databaseserver"
+
+// finalizer keeps a DatabaseServer until no DevDatabase refers to it: a DevDatabase
+// being deleted needs the server's address and admin credentials to drop its database.
+const finalizer = "data.orderly.dev/in-use"
+
+// usersIndex indexes DevDatabases by spec.serverRef (the DevDatabase controller has
+// an index of its own; either controller can run alone).
+const usersIndex = "databaseserver.spec.serverRef"
 
 // Recheck intervals: servers are polled, since nothing in the cluster announces
 // that a database server went down or came back.
@@ -41,23 +57,46 @@ type Reconciler struct {
 	Clock     clock.PassiveClock
 }
 
-// +kubebuilder:rbac:groups=data.orderly.dev,resources=databaseservers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=data.orderly.dev,resources=databaseservers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=data.orderly.dev,resources=databaseservers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=data.orderly.dev,resources=databaseservers/finalizers,verbs=update
+// +kubebuilder:rbac:groups=data.orderly.dev,resources=devdatabases,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
-// CacheByObject: this controller caches nothing beyond DatabaseServers.
+// CacheByObject: this controller caches nothing beyond DatabaseServers and DevDatabases.
 func CacheByObject() map[client.Object]cache.ByObject { return nil }
 
 // SetupWithManager registers the controller with mgr.
-func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts controller.Options) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &datav1alpha1.DevDatabase{}, usersIndex, func(o client.Object) []string {
+		return []string{o.(*datav1alpha1.DevDatabase).Spec.ServerRef}
+	}); err != nil {
+		return fmt.Errorf("indexing DevDatabases by server: %w", err)
+	}
+	// Only a server being deleted cares about DevDatabases coming and going.
+	createOrDelete := predicate.Funcs{
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(opts).
 		For(&datav1alpha1.DatabaseServer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&datav1alpha1.DevDatabase{}, handler.EnqueueRequestsFromMapFunc(r.deletingServerOf), builder.WithPredicates(createOrDelete)).
 		Complete(r)
+}
+
+// deletingServerOf maps a DevDatabase to its server when that server is being deleted.
+func (r *Reconciler) deletingServerOf(ctx context.Context, o client.Object) []reconcile.Request {
+	name := o.(*datav1alpha1.DevDatabase).Spec.ServerRef
+	var s datav1alpha1.DatabaseServer
+	if err := r.Get(ctx, client.ObjectKey{Name: name}, &s); err != nil || s.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
 }
 
 // Reconcile connects to one server and reports what it found.
@@ -66,9 +105,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Name)
+			r.Connector.Forget(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if !s.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &s)
+	}
+	if !controllerutil.ContainsFinalizer(&s, finalizer) {
+		patch := client.MergeFrom(s.DeepCopy())
+		controllerutil.AddFinalizer(&s, finalizer)
+		if err := r.Patch(ctx, &s, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
 	}
 	obs := r.observe(ctx, &s)
 	if err := r.updateStatus(ctx, &s, obs); err != nil {
@@ -80,11 +130,60 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: recheckReachable}, nil
 }
 
+// finalize lets a server being deleted go once no DevDatabase refers to it; until
+// then it keeps checking the server (the DevDatabases' drops need it) and reports
+// who holds it.
+func (r *Reconciler) finalize(ctx context.Context, s *datav1alpha1.DatabaseServer) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s, finalizer) {
+		return ctrl.Result{}, nil
+	}
+	users, err := r.users(ctx, s.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(users) == 0 {
+		patch := client.MergeFrom(s.DeepCopy())
+		controllerutil.RemoveFinalizer(s, finalizer)
+		if err := r.Patch(ctx, s, patch); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+		}
+		log.FromContext(ctx).Info("DatabaseServer released: no DevDatabase uses it any more", "databaseServer", s.Name)
+		forgetMetrics(s.Name)
+		r.Connector.Forget(s.Name)
+		return ctrl.Result{}, nil
+	}
+	obs := r.observe(ctx, s)
+	obs.deleting, obs.users = true, users
+	if err := r.updateStatus(ctx, s, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	// DevDatabases going away trigger a reconcile; the recheck covers a lost event.
+	return ctrl.Result{RequeueAfter: recheckUnreachable}, nil
+}
+
+// users lists the DevDatabases (namespace/name, sorted) that refer to server.
+func (r *Reconciler) users(ctx context.Context, server string) ([]string, error) {
+	var list datav1alpha1.DevDatabaseList
+	if err := r.List(ctx, &list, client.MatchingFields{usersIndex: server}); err != nil {
+		return nil, fmt.Errorf("listing DevDatabases on DatabaseServer %s: %w", server, err)
+	}
+	out := make([]string, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, list.Items[i].Namespace+"/"+list.Items[i].Name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // observation is what one connection attempt found.
 type observation struct {
 	info engine.Info
 	err  error
 	at   metav1.Time
+	// deleting is true for a server being deleted; users are the DevDatabases
+	// that still refer to it.
+	deleting bool
+	users    []string
 }
 
 func (r *Reconciler) observe(ctx context.Context, s *datav1alpha1.DatabaseServer) observation {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,7 +20,21 @@ const (
 	ReasonReachable          = "Reachable"
 	ReasonUnreachable        = "Unreachable"
 	ReasonCredentialsMissing = "CredentialsMissing"
+	// ReasonInUse: the server is being deleted and DevDatabases still refer to it.
+	ReasonInUse = "InUse"
 )
+
+// listedUsers is how many DevDatabases an InUse message names.
+const listedUsers = 5
+
+// inUseMessage names a few of the DevDatabases holding a server being deleted.
+func inUseMessage(users []string) string {
+	names := strings.Join(users[:min(len(users), listedUsers)], ", ")
+	if len(users) > listedUsers {
+		names += fmt.Sprintf(" and %d more", len(users)-listedUsers)
+	}
+	return fmt.Sprintf("Being deleted; waiting for %d DevDatabase(s) that use this server to be deleted (their databases are dropped first): %s", len(users), names)
+}
 
 // computeStatus derives the status from one observation. lastCheckTime changes on
 // every check only when something else changed too, so a healthy server is not
@@ -48,6 +63,9 @@ func computeStatus(s *datav1alpha1.DatabaseServer, obs observation) datav1alpha1
 		set(datav1alpha1.ConditionReachable, metav1.ConditionTrue, ReasonReachable, "Connected and logged in as the admin")
 		set(datav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReachable,
 			fmt.Sprintf("PostgreSQL %s; %d DevDatabase(s) on the server", obs.info.Version, obs.info.OwnedDatabases))
+	}
+	if obs.deleting {
+		set(datav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonInUse, inUseMessage(obs.users))
 	}
 	prev := s.Status.DeepCopy()
 	prev.LastCheckTime, st.LastCheckTime = nil, nil

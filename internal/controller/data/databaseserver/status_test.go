@@ -2,6 +2,7 @@ package databaseserver
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,36 @@ func TestComputeStatus(t *testing.T) {
 			tc.obs.at = t1
 			if again := computeStatus(s, tc.obs); !again.LastCheckTime.Equal(&t0) {
 				t.Errorf("lastCheckTime moved to %s on an unchanged check", again.LastCheckTime)
+			}
+		})
+	}
+}
+
+func TestComputeStatusWhileDeleting(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	for _, tc := range []struct {
+		name        string
+		obs         observation
+		wantMessage string
+		wantReach   metav1.ConditionStatus
+	}{
+		{name: "two users", obs: observation{deleting: true, users: []string{"a/x", "b/y"}, at: t0},
+			wantMessage: "waiting for 2 DevDatabase(s) that use this server to be deleted (their databases are dropped first): a/x, b/y", wantReach: metav1.ConditionTrue},
+		{name: "many users, unreachable", obs: observation{deleting: true, err: engine.ErrUnreachable, users: []string{"n/1", "n/2", "n/3", "n/4", "n/5", "n/6", "n/7"}, at: t0},
+			wantMessage: "n/1, n/2, n/3, n/4, n/5 and 2 more", wantReach: metav1.ConditionFalse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &datav1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: "pg", Generation: 3}, Spec: datav1alpha1.DatabaseServerSpec{Host: "h", Port: 5432}}
+			st := computeStatus(s, tc.obs)
+			c := meta.FindStatusCondition(st.Conditions, datav1alpha1.ConditionReady)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonInUse {
+				t.Fatalf("Ready = %+v, want False/%s", c, ReasonInUse)
+			}
+			if !strings.Contains(c.Message, tc.wantMessage) {
+				t.Errorf("message %q does not contain %q", c.Message, tc.wantMessage)
+			}
+			if r := meta.FindStatusCondition(st.Conditions, datav1alpha1.ConditionReachable); r == nil || r.Status != tc.wantReach {
+				t.Errorf("Reachable = %+v, want %s", r, tc.wantReach)
 			}
 		})
 	}

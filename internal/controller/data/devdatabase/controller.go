@@ -91,15 +91,16 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(opts).
-		For(&datav1alpha1.DevDatabase{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Annotation changes too: `kubectl annotate` makes Orderly look again now.
+		For(&datav1alpha1.DevDatabase{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&corev1.Secret{}).
 		Watches(&datav1alpha1.DatabaseServer{}, handler.EnqueueRequestsFromMapFunc(r.devDatabasesOnServer),
 			builder.WithPredicates(serverChanged{})).
 		Complete(r)
 }
 
-// serverChanged passes DatabaseServer events that matter to DevDatabases: spec
-// changes and reachability changes.
+// serverChanged passes DatabaseServer events that matter to DevDatabases: spec,
+// reachability and deletion changes.
 type serverChanged struct{ predicate.Funcs }
 
 func (serverChanged) Update(e event.UpdateEvent) bool {
@@ -108,7 +109,8 @@ func (serverChanged) Update(e event.UpdateEvent) bool {
 	if !ok1 || !ok2 {
 		return true
 	}
-	return o.Generation != n.Generation || o.Status.Reachable != n.Status.Reachable
+	return o.Generation != n.Generation || o.Status.Reachable != n.Status.Reachable ||
+		o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
 }
 
 func (r *Reconciler) devDatabasesOnServer(ctx context.Context, o client.Object) []reconcile.Request {
@@ -165,6 +167,12 @@ func (r *Reconciler) converge(ctx context.Context, d *datav1alpha1.DevDatabase, 
 	if expired(d, now) {
 		return r.expire(ctx, d, &server)
 	}
+	if !server.DeletionTimestamp.IsZero() && d.Status.Phase != datav1alpha1.PhaseReady {
+		// A server being deleted serves the DevDatabases it has until they go; it
+		// takes no new ones.
+		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonServerDeleting,
+			message: fmt.Sprintf("DatabaseServer %s is being deleted and takes no new databases; delete this DevDatabase and create one on another server", server.Name)}
+	}
 	if out, ok := r.admit(ctx, d, &server); !ok {
 		return out
 	}
@@ -181,7 +189,8 @@ func (r *Reconciler) finalize(ctx context.Context, d *datav1alpha1.DevDatabase) 
 	err := r.Get(ctx, client.ObjectKey{Name: d.Spec.ServerRef}, &server)
 	switch {
 	case apierrors.IsNotFound(err):
-		// Nothing left that says where the database is: let go and say so.
+		// Nothing left that says where the database is (the server's finalizer was
+		// removed by hand, or the server controller does not run): let go and say so.
 		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, ReasonServerNotFound, "Delete",
 			"DatabaseServer %q no longer exists; database %s was not dropped", d.Spec.ServerRef, databaseName(d))
 	case err != nil:

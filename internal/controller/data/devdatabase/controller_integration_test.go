@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
@@ -263,44 +264,88 @@ func TestTemplateCloneAndTemplateInUse(t *testing.T) {
 	g.Expect(got.Status.Phase).To(Equal(datav1alpha1.PhaseFailed))
 }
 
+// poke makes the controller reconcile now, as `kubectl annotate` would; the time
+// tests move the clock and then poke.
+func poke(t *testing.T, d *datav1alpha1.DevDatabase) {
+	t.Helper()
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"test.orderly.dev/poke":%q}}}`, time.Now().Format(time.RFC3339Nano)))
+	NewWithT(t).Expect(k.Patch(context.Background(), d.DeepCopy(), client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
+// setTTL changes a DevDatabase's ttl as a person (or `orderly db extend`) would.
+func setTTL(t *testing.T, d *datav1alpha1.DevDatabase, ttl time.Duration) {
+	t.Helper()
+	patch := []byte(fmt.Sprintf(`{"spec":{"ttl":%q}}`, ttl))
+	NewWithT(t).Expect(k.Patch(context.Background(), d.DeepCopy(), client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
+func reasonsOf(g Gomega, d *datav1alpha1.DevDatabase) []string {
+	reasons := []string{}
+	for _, e := range eventsFor(g, d) {
+		reasons = append(reasons, e.Reason)
+	}
+	return reasons
+}
+
 func TestExpiryWarnsThenDropsAndExtensionRecreates(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	s := newServer(t, pg, nil)
 	ns := newNamespace(t, nil)
-	d := newDevDB(t, ns, "short", s.Name, func(sp *datav1alpha1.DevDatabaseSpec) { sp.TTL = metav1.Duration{Duration: 8 * time.Second} })
+	d := newDevDB(t, ns, "short", s.Name, nil)
 	got := waitReason(t, d, ReasonReady)
-	db := got.Status.Database
-	g.Expect(databaseExists(t, pg, db)).To(BeTrue())
+	db, created := got.Status.Database, got.CreationTimestamp.Time
+	g.Expect(got.Status.ExpiresAt.Time).To(Equal(created.Add(24 * time.Hour)))
+	g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, datav1alpha1.ConditionExpiringSoon)).To(BeTrue())
 	c, err := connectAs(ctx, secretOf(g, ns, "short"), "")
 	g.Expect(err).NotTo(HaveOccurred())
 	defer c.Close(ctx)
 
-	// An Event before expiry...
+	// 61 minutes before expiry: nothing yet.
+	clk.Set(t, created.Add(23*time.Hour-time.Minute))
+	poke(t, d)
+	g.Consistently(func(g Gomega) {
+		g.Expect(meta.IsStatusConditionFalse(getDevDB(g, d).Status.Conditions, datav1alpha1.ConditionExpiringSoon)).To(BeTrue())
+		g.Expect(reasonsOf(g, got)).NotTo(ContainElement(ReasonExpiringSoon))
+	}, time.Second, poll).Should(Succeed())
+
+	// Within the last hour: a Warning Event and the condition, the database untouched.
+	clk.Set(t, created.Add(23*time.Hour+30*time.Minute))
+	poke(t, d)
 	g.Eventually(func(g Gomega) {
-		reasons := []string{}
-		for _, e := range eventsFor(g, got) {
-			reasons = append(reasons, e.Reason)
-		}
-		g.Expect(reasons).To(ContainElement(ReasonExpiringSoon))
+		g.Expect(reasonsOf(g, got)).To(ContainElement(ReasonExpiringSoon))
 		g.Expect(meta.IsStatusConditionTrue(getDevDB(g, d).Status.Conditions, datav1alpha1.ConditionExpiringSoon)).To(BeTrue())
 	}, timeout, poll).Should(Succeed())
 	g.Expect(databaseExists(t, pg, db)).To(BeTrue())
 
-	// ...then the drop, with connections terminated and the Secret removed.
+	// Extending (raising the ttl) clears the warning and moves the expiry.
+	setTTL(t, d, 48*time.Hour)
+	g.Eventually(func(g Gomega) {
+		cur := getDevDB(g, d)
+		g.Expect(cur.Status.ExpiresAt.Time).To(Equal(created.Add(48 * time.Hour)))
+		g.Expect(meta.IsStatusConditionFalse(cur.Status.Conditions, datav1alpha1.ConditionExpiringSoon)).To(BeTrue())
+		g.Expect(cur.Status.Phase).To(Equal(datav1alpha1.PhaseReady))
+	}, timeout, poll).Should(Succeed())
+
+	// At the new expiry: connections terminated, database and role dropped, Secret removed.
+	clk.Set(t, created.Add(48*time.Hour))
+	poke(t, d)
 	waitReason(t, d, ReasonExpired)
 	g.Expect(getDevDB(g, d).Status.Phase).To(Equal(datav1alpha1.PhaseExpired))
 	g.Expect(databaseExists(t, pg, db)).To(BeFalse())
 	g.Expect(roleExists(t, pg, got.Status.Role)).To(BeFalse())
 	err = k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "short"}, &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	g.Expect(c.Ping(ctx)).NotTo(Succeed(), "the open connection was terminated")
+	g.Eventually(func(g Gomega) { g.Expect(reasonsOf(g, got)).To(ContainElement(ReasonExpired)) }, timeout, poll).Should(Succeed())
 
-	// Raising the ttl brings a new, empty database.
-	cur := getDevDB(g, d)
-	cur.Spec.TTL = metav1.Duration{Duration: time.Hour}
-	g.Expect(k.Update(ctx, cur)).To(Succeed())
+	// Raising the ttl afterwards brings a new, empty database.
+	setTTL(t, d, 72*time.Hour)
 	waitReason(t, d, ReasonReady)
 	g.Expect(databaseExists(t, pg, db)).To(BeTrue())
+	fresh, err := connectAs(ctx, secretOf(g, ns, "short"), "")
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = fresh.Close(ctx)
 }
 
 func TestDeletionDropsAndRetainKeeps(t *testing.T) {

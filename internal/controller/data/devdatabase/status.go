@@ -20,6 +20,7 @@ import (
 const (
 	ReasonReady               = "Ready"
 	ReasonServerNotFound      = "ServerNotFound"
+	ReasonServerDeleting      = "ServerDeleting"
 	ReasonServerUnreachable   = "ServerUnreachable"
 	ReasonServerReachable     = "ServerReachable"
 	ReasonCredentialsMissing  = "CredentialsMissing"

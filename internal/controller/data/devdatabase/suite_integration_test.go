@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,7 +33,42 @@ var (
 	k client.Client
 	// pg is the real PostgreSQL server the tests' DatabaseServer points at.
 	pg *testpg.Server
+	// clk is the controllers' clock: real time until a test sets it.
+	clk = &testClock{}
 )
+
+// testClock is the injected clock. Tests about time set it to fixed instants
+// (relative to their objects' creationTimestamp, which the API server sets) and
+// reset it when they end, so other tests see real time.
+type testClock struct {
+	mu  sync.Mutex
+	now *time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.now == nil {
+		return time.Now()
+	}
+	return *c.now
+}
+
+func (c *testClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// Set stops the clock at now until the test ends.
+func (c *testClock) Set(t *testing.T, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.now == nil {
+		t.Cleanup(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.now = nil
+		})
+	}
+	c.now = &now
+}
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
@@ -66,11 +102,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	connector := postgres.NewConnector()
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-devdatabase"), Connector: connector}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-devdatabase"), Connector: connector, Clock: clk}
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 		panic(err)
 	}
-	sr := &databaseserver.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Connector: connector}
+	sr := &databaseserver.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Connector: connector, Clock: clk}
 	if err := sr.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
 		panic(err)
 	}
