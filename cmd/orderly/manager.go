@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
@@ -42,28 +43,35 @@ import (
 type managedController struct {
 	// cacheByObject narrows what the shared cache holds for this controller.
 	cacheByObject func() map[client.Object]cache.ByObject
-	setup         func(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error
+	setup         func(ctx context.Context, mgr ctrl.Manager, opts controller.Options, o *managerOptions) error
 }
 
 // controllers lists every controller of Orderly by the name --controllers takes.
 var controllers = map[string]managedController{
 	labelpolicy.Name: {
 		cacheByObject: labelpolicy.CacheByObject,
-		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-			r := &labelpolicy.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-labelpolicy")}
+		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options, o *managerOptions) error {
+			r := &labelpolicy.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-labelpolicy"),
+				Mutation: o.lpMutation}
+			if w := o.lpWebhook; w != nil {
+				if err := w.register(mgr); err != nil {
+					return err
+				}
+				r.Webhook, r.WebhookCABundle = w.endpoint, w.caBundle
+			}
 			return r.SetupWithManager(ctx, mgr, opts)
 		},
 	},
 	tenant.Name: {
 		cacheByObject: tenant.CacheByObject,
-		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options, _ *managerOptions) error {
 			r := &tenant.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-tenant")}
 			return r.SetupWithManager(ctx, mgr, opts)
 		},
 	},
 	sleepschedule.Name: {
 		cacheByObject: sleepschedule.CacheByObject,
-		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options, _ *managerOptions) error {
 			r := &sleepschedule.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-sleepschedule"),
 				Clock: sleepschedule.RealClock, Writers: 4 * opts.MaxConcurrentReconciles}
 			return r.SetupWithManager(ctx, mgr, opts)
@@ -71,14 +79,14 @@ var controllers = map[string]managedController{
 	},
 	databaseserver.Name: {
 		cacheByObject: databaseserver.CacheByObject,
-		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options, _ *managerOptions) error {
 			r := &databaseserver.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Connector: dbConnector}
 			return r.SetupWithManager(ctx, mgr, opts)
 		},
 	},
 	devdatabase.Name: {
 		cacheByObject: devdatabase.CacheByObject,
-		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options, _ *managerOptions) error {
 			r := &devdatabase.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-devdatabase"), Connector: dbConnector}
 			return r.SetupWithManager(ctx, mgr, opts)
 		},
@@ -119,6 +127,11 @@ type managerOptions struct {
 	concurrency             int
 	logFormat               string
 	logLevel                string
+	webhook                 webhookOptions
+
+	// Resolved by runManager from webhook.
+	lpMutation labelpolicy.MutationMode
+	lpWebhook  *labelPolicyWebhook
 }
 
 func newManagerCommand() *cobra.Command {
@@ -138,7 +151,7 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then in-cluster config)")
 	f.StringSliceVar(&o.controllers, "controllers", controllerNames(), "controllers to run (comma-separated)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so that only one replica reconciles at a time")
-	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace, else orderly-system)")
+	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "the manager's namespace: of the leader election Lease and the webhook's Service and Secret (default: the pod's namespace, else orderly-system)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	f.Float32Var(&o.qps, "kube-api-qps", 50, "queries per second to the API server, for the whole process")
@@ -146,6 +159,7 @@ func newManagerCommand() *cobra.Command {
 	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "reconciles that each controller runs at once")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info or error")
+	addWebhookFlags(f, &o.webhook)
 	return cmd
 }
 
@@ -188,6 +202,10 @@ func runManager(ctx context.Context, o managerOptions) error {
 			return fmt.Errorf("unknown controller %q in --controllers; known: %s", name, strings.Join(controllerNames(), ", "))
 		}
 	}
+	var err error
+	if o.lpMutation, err = o.webhook.validate(); err != nil {
+		return err
+	}
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading Kubernetes client config: %w", err)
@@ -205,13 +223,26 @@ func runManager(ctx context.Context, o managerOptions) error {
 			byObject[obj] = opts
 		}
 	}
+	namespace := leaderElectionNamespace(o.leaderElectionNamespace)
+	scheme := newScheme()
+	var webhookOpts webhook.Options
+	if slices.Contains(o.controllers, labelpolicy.Name) {
+		direct, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return err
+		}
+		if o.lpWebhook, webhookOpts, err = prepareLabelPolicyWebhook(ctx, cfg, direct, o.lpMutation, &o.webhook, namespace); err != nil {
+			return err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        newScheme(),
+		Scheme:                        scheme,
+		WebhookServer:                 webhook.NewServer(webhookOpts),
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              "orderly-manager",
-		LeaderElectionNamespace:       leaderElectionNamespace(o.leaderElectionNamespace),
+		LeaderElectionNamespace:       namespace,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{ByObject: byObject},
 		GracefulShutdownTimeout:       ptrTo(15 * time.Second),
@@ -225,8 +256,13 @@ func runManager(ctx context.Context, o managerOptions) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	if o.lpWebhook != nil {
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return err
+		}
+	}
 	for _, name := range o.controllers {
-		if err := controllers[name].setup(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency}); err != nil {
+		if err := controllers[name].setup(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency}, &o); err != nil {
 			return fmt.Errorf("setting up controller %q: %w", name, err)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func TestRunManagerRejectsBadFlags(t *testing.T) {
@@ -15,6 +17,10 @@ func TestRunManagerRejectsBadFlags(t *testing.T) {
 		{"unknown controller", managerOptions{controllers: []string{"tenant", "nope"}, logFormat: "json"}, `unknown controller "nope"`},
 		{"unknown log level", managerOptions{logLevel: "loud", logFormat: "json"}, `unknown --log-level "loud"`},
 		{"unknown log format", managerOptions{logFormat: "xml"}, `unknown --log-format "xml"`},
+		{"unknown mutation mode", managerOptions{logFormat: "json", webhook: webhookDefaults(func(w *webhookOptions) { w.mutation = "magic" })}, `unknown LabelPolicy mutation mode "magic"`},
+		{"unknown failure policy", managerOptions{logFormat: "json", webhook: webhookDefaults(func(w *webhookOptions) { w.failurePolicy = "Maybe" })}, `unknown --webhook-failure-policy "Maybe"`},
+		{"webhook timeout out of range", managerOptions{logFormat: "json", webhook: webhookDefaults(func(w *webhookOptions) { w.timeoutSeconds = 60 })}, `--webhook-timeout-seconds 60`},
+		{"webhook URL without TLS", managerOptions{logFormat: "json", webhook: webhookDefaults(func(w *webhookOptions) { w.url = "http://127.0.0.1:9443" })}, `must be an https:// URL`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,4 +43,12 @@ func TestEveryControllerIsSelectable(t *testing.T) {
 			t.Errorf("controller %q is not listed in `orderly manager --help`", name)
 		}
 	}
+}
+
+// webhookDefaults are the webhook flags' defaults, changed by mod.
+func webhookDefaults(mod func(*webhookOptions)) webhookOptions {
+	var w webhookOptions
+	addWebhookFlags(pflag.NewFlagSet("test", pflag.ContinueOnError), &w)
+	mod(&w)
+	return w
 }

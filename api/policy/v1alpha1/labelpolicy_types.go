@@ -58,8 +58,12 @@ const (
 	// AdmissionModeNative: the policy is enforced by a ValidatingAdmissionPolicy and,
 	// for Default and propagateToPodTemplate, a MutatingAdmissionPolicy.
 	AdmissionModeNative = "Native"
-	// AdmissionModeValidationOnly: the API server does not serve
-	// MutatingAdmissionPolicy, so labels are validated but not filled in.
+	// AdmissionModeWebhook: labels are validated by a ValidatingAdmissionPolicy and
+	// filled in by Orderly's own mutating webhook, because the API server does not
+	// serve MutatingAdmissionPolicy (or the manager was told to use the webhook).
+	AdmissionModeWebhook = "Webhook"
+	// AdmissionModeValidationOnly: nothing can fill labels in (no
+	// MutatingAdmissionPolicy and no webhook), so labels are validated only.
 	AdmissionModeValidationOnly = "NativeValidationOnly"
 )
 
@@ -184,7 +188,8 @@ const (
 	// bindings are as the spec says.
 	ConditionAdmissionReady = "AdmissionReady"
 	// ConditionDefaultingAvailable is True when missing labels can be filled in at
-	// admission (MutatingAdmissionPolicy is served), False with a reason otherwise.
+	// admission (by a MutatingAdmissionPolicy or Orderly's webhook), False with a
+	// reason otherwise.
 	ConditionDefaultingAvailable = "DefaultingAvailable"
 	// ConditionCompliant is True when the last audit found no violating workload.
 	ConditionCompliant = "Compliant"
@@ -196,9 +201,10 @@ type LabelPolicyStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// admissionMode is Native (ValidatingAdmissionPolicy and MutatingAdmissionPolicy)
-	// or NativeValidationOnly (the API server does not serve MutatingAdmissionPolicy:
-	// labels are validated, not filled in).
+	// admissionMode is Native (ValidatingAdmissionPolicy, plus MutatingAdmissionPolicy
+	// where something is filled in), Webhook (ValidatingAdmissionPolicy, plus Orderly's
+	// mutating webhook because the API server does not serve MutatingAdmissionPolicy)
+	// or NativeValidationOnly (nothing can fill labels in: they are validated only).
 	// +optional
 	AdmissionMode string `json:"admissionMode,omitempty"`
 

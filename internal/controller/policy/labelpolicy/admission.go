@@ -15,25 +15,43 @@ import (
 	"orderly.dev/orderly/internal/labels"
 )
 
-// applyAdmission writes the compiled admission objects with server-side apply, which
-// also restores whatever was changed behind Orderly's back, and removes mutating
-// objects the policy no longer needs.
-func (r *Reconciler) applyAdmission(ctx context.Context, p *policyv1alpha1.LabelPolicy) error {
-	c := Compile(p, *r.MAPServed)
+// applyAdmission writes the admission objects compiled for mode with server-side
+// apply, which also restores whatever was changed behind Orderly's back, and removes
+// the mutating objects that the policy or the mode no longer needs.
+func (r *Reconciler) applyAdmission(ctx context.Context, p *policyv1alpha1.LabelPolicy, mode string) error {
+	var endpoint *WebhookEndpoint
+	if mode == policyv1alpha1.AdmissionModeWebhook && needsMutation(p) {
+		ca, err := r.WebhookCABundle()
+		if err != nil {
+			return err
+		}
+		e := *r.Webhook
+		e.CABundle = ca
+		endpoint = &e
+	}
+	c := Compile(p, mode, endpoint)
 	objs := []client.Object{c.VAP, c.VAPBinding}
 	if c.MAP != nil {
 		objs = append(objs, c.MAP, c.MAPBinding)
+	}
+	if c.Webhook != nil {
+		objs = append(objs, c.Webhook)
 	}
 	for _, o := range objs {
 		if err := r.apply(ctx, p, o); err != nil {
 			return err
 		}
 	}
-	if *r.MAPServed && c.MAP == nil {
-		for _, o := range []client.Object{&admissionv1.MutatingAdmissionPolicyBinding{}, &admissionv1.MutatingAdmissionPolicy{}} {
-			if err := r.deleteOwned(ctx, p, o); err != nil {
-				return err
-			}
+	var stale []client.Object
+	if c.MAP == nil && r.mapServed.Load() {
+		stale = append(stale, &admissionv1.MutatingAdmissionPolicyBinding{}, &admissionv1.MutatingAdmissionPolicy{})
+	}
+	if c.Webhook == nil {
+		stale = append(stale, &admissionv1.MutatingWebhookConfiguration{})
+	}
+	for _, o := range stale {
+		if err := r.deleteOwned(ctx, p, o); err != nil {
+			return err
 		}
 	}
 	return nil

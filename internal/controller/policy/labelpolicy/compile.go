@@ -40,15 +40,38 @@ var kinds = map[policyv1alpha1.Kind]kindInfo{
 	policyv1alpha1.KindPod:         {"", "v1", "pods", nil},
 }
 
-// Compiled is the native admission a LabelPolicy becomes.
+// Compiled is the admission a LabelPolicy becomes.
 type Compiled struct {
 	VAP        *admissionv1.ValidatingAdmissionPolicy
 	VAPBinding *admissionv1.ValidatingAdmissionPolicyBinding
-	// MAP and MAPBinding are nil when nothing needs mutating (Deny or Audit without
-	// propagateToPodTemplate) or the API server does not serve MutatingAdmissionPolicy.
+	// MAP and MAPBinding are set when something needs mutating (Default, or
+	// propagateToPodTemplate) in the Native mode.
 	MAP        *admissionv1.MutatingAdmissionPolicy
 	MAPBinding *admissionv1.MutatingAdmissionPolicyBinding
+	// Webhook is set when something needs mutating in the Webhook mode.
+	Webhook *admissionv1.MutatingWebhookConfiguration
 }
+
+// WebhookEndpoint says how the API server reaches Orderly's mutating webhook and what
+// it does when it cannot.
+type WebhookEndpoint struct {
+	// URL is the webhook server's base URL (https://host:port) when the manager runs
+	// outside the cluster; empty to go through Service.
+	URL string
+	// Service is the Service in front of the manager's webhook server; its Path is
+	// ignored (each policy has its own).
+	Service *admissionv1.ServiceReference
+	// CABundle is the PEM CA certificate that signed the webhook's serving certificate.
+	CABundle []byte
+	// FailurePolicy applies when the webhook cannot be reached or errs.
+	FailurePolicy admissionv1.FailurePolicyType
+	// TimeoutSeconds bounds one call; at most 30.
+	TimeoutSeconds int32
+}
+
+// WebhookPathPrefix is where the webhook server serves LabelPolicies: the path of
+// policy P is WebhookPathPrefix + P.
+const WebhookPathPrefix = "/labelpolicy/"
 
 // objectName is the name of every admission object generated for policy p.
 func objectName(p *policyv1alpha1.LabelPolicy) string {
@@ -78,13 +101,22 @@ func needsMutation(p *policyv1alpha1.LabelPolicy) bool {
 	return p.Spec.Action == policyv1alpha1.ActionDefault || p.Spec.PropagateToPodTemplate
 }
 
-// Compile turns a LabelPolicy into admission policies and bindings. Pure: the
+// Compile turns a LabelPolicy into admission objects for the given admission mode
+// (an AdmissionMode* constant); endpoint is used in the Webhook mode only. Pure: the
 // controller writes what it returns, and unit tests read it.
-func Compile(p *policyv1alpha1.LabelPolicy, mapServed bool) Compiled {
+func Compile(p *policyv1alpha1.LabelPolicy, mode string, endpoint *WebhookEndpoint) Compiled {
 	c := Compiled{VAP: compileVAP(p), VAPBinding: compileVAPBinding(p)}
-	if mapServed && needsMutation(p) {
+	if !needsMutation(p) {
+		return c
+	}
+	switch mode {
+	case policyv1alpha1.AdmissionModeNative:
 		c.MAP = compileMAP(p)
 		c.MAPBinding = compileMAPBinding(p)
+	case policyv1alpha1.AdmissionModeWebhook:
+		if endpoint != nil {
+			c.Webhook = compileWebhook(p, endpoint)
+		}
 	}
 	return c
 }
@@ -361,6 +393,51 @@ func compileMAPBinding(p *policyv1alpha1.LabelPolicy) *admissionv1.MutatingAdmis
 			PolicyName:     objectName(p),
 			MatchResources: bindingMatch(p),
 		},
+	}
+}
+
+// compileWebhook is the MutatingWebhookConfiguration that sends the policy's
+// workloads to Orderly's webhook: the same rules, namespaces and bare-pods-only
+// condition as the MutatingAdmissionPolicy it stands in for.
+func compileWebhook(p *policyv1alpha1.LabelPolicy, e *WebhookEndpoint) *admissionv1.MutatingWebhookConfiguration {
+	var rules []admissionv1.RuleWithOperations
+	for _, r := range matchConstraints(p).ResourceRules {
+		rules = append(rules, r.RuleWithOperations)
+	}
+	path := WebhookPathPrefix + p.Name
+	cc := admissionv1.WebhookClientConfig{CABundle: e.CABundle}
+	if e.URL != "" {
+		cc.URL = ptr(strings.TrimSuffix(e.URL, "/") + path)
+	} else if e.Service != nil {
+		svc := *e.Service
+		svc.Path = &path
+		cc.Service = &svc
+	}
+	failure := e.FailurePolicy
+	if failure == "" {
+		failure = admissionv1.Ignore
+	}
+	timeout := e.TimeoutSeconds
+	if timeout <= 0 {
+		timeout = 5
+	}
+	match := bindingMatch(p)
+	return &admissionv1.MutatingWebhookConfiguration{
+		ObjectMeta: objectMeta(p),
+		Webhooks: []admissionv1.MutatingWebhook{{
+			Name:                    p.Name + ".labelpolicy.orderly.dev",
+			ClientConfig:            cc,
+			Rules:                   rules,
+			FailurePolicy:           &failure,
+			MatchPolicy:             match.MatchPolicy,
+			NamespaceSelector:       match.NamespaceSelector,
+			ObjectSelector:          match.ObjectSelector,
+			SideEffects:             ptr(admissionv1.SideEffectClassNone),
+			TimeoutSeconds:          &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+			ReinvocationPolicy:      ptr(admissionv1.NeverReinvocationPolicy),
+			MatchConditions:         []admissionv1.MatchCondition{barePodsOnly},
+		}},
 	}
 }
 

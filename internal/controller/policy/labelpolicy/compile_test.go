@@ -24,26 +24,31 @@ func testPolicy(action policyv1alpha1.Action, mod ...func(*policyv1alpha1.LabelP
 
 func TestCompileObjects(t *testing.T) {
 	propagate := func(p *policyv1alpha1.LabelPolicy) { p.Spec.PropagateToPodTemplate = true }
+	native, webhook := policyv1alpha1.AdmissionModeNative, policyv1alpha1.AdmissionModeWebhook
 	cases := []struct {
 		name          string
 		p             *policyv1alpha1.LabelPolicy
-		mapServed     bool
+		mode          string
 		wantActions   []admissionv1.ValidationAction
 		wantFailure   admissionv1.FailurePolicyType
 		wantMAP       bool
 		wantMutations int
 	}{
-		{"deny", testPolicy(policyv1alpha1.ActionDeny), true, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, false, 0},
-		{"audit", testPolicy(policyv1alpha1.ActionAudit), true, []admissionv1.ValidationAction{admissionv1.Warn, admissionv1.Audit}, admissionv1.Ignore, false, 0},
-		{"default", testPolicy(policyv1alpha1.ActionDefault), true, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, true, 1},
+		{"deny", testPolicy(policyv1alpha1.ActionDeny), native, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, false, 0},
+		{"audit", testPolicy(policyv1alpha1.ActionAudit), native, []admissionv1.ValidationAction{admissionv1.Warn, admissionv1.Audit}, admissionv1.Ignore, false, 0},
+		{"default", testPolicy(policyv1alpha1.ActionDefault), native, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, true, 1},
 		// Deployment, StatefulSet, DaemonSet, Job and CronJob have pod templates.
-		{"default and propagate", testPolicy(policyv1alpha1.ActionDefault, propagate), true, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, true, 6},
-		{"deny and propagate", testPolicy(policyv1alpha1.ActionDeny, propagate), true, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, true, 5},
-		{"default without MAP served", testPolicy(policyv1alpha1.ActionDefault), false, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, false, 0},
+		{"default and propagate", testPolicy(policyv1alpha1.ActionDefault, propagate), native, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, true, 6},
+		{"deny and propagate", testPolicy(policyv1alpha1.ActionDeny, propagate), native, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, true, 5},
+		{"default by webhook", testPolicy(policyv1alpha1.ActionDefault), webhook, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, false, 0},
+		{"default validated only", testPolicy(policyv1alpha1.ActionDefault), policyv1alpha1.AdmissionModeValidationOnly, []admissionv1.ValidationAction{admissionv1.Deny}, admissionv1.Fail, false, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Compile(tc.p, tc.mapServed)
+			c := Compile(tc.p, tc.mode, &WebhookEndpoint{URL: "https://127.0.0.1:9443"})
+			if wantWebhook := tc.mode == webhook; (c.Webhook != nil) != wantWebhook {
+				t.Fatalf("webhook configuration = %v, want %v", c.Webhook != nil, wantWebhook)
+			}
 			if c.VAP.Name != "orderly-labelpolicy-cost" || c.VAPBinding.Spec.PolicyName != c.VAP.Name {
 				t.Errorf("names: policy %q, binding refers to %q", c.VAP.Name, c.VAPBinding.Spec.PolicyName)
 			}
@@ -93,7 +98,7 @@ func TestCompileMatchesBarePodsOnlyAndExcludesSystemNamespaces(t *testing.T) {
 		p.Spec.Match.ExcludedNamespaces = []string{"ci"}
 		p.Spec.Match.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 	})
-	c := Compile(p, true)
+	c := Compile(p, policyv1alpha1.AdmissionModeNative, nil)
 	if len(c.VAP.Spec.MatchConditions) != 1 || c.VAP.Spec.MatchConditions[0] != barePodsOnly {
 		t.Errorf("matchConditions = %v, want only bare pods", c.VAP.Spec.MatchConditions)
 	}
@@ -129,7 +134,7 @@ func TestCompileExpressions(t *testing.T) {
 		p.Spec.PropagateToPodTemplate = true
 		p.Spec.Match.Kinds = []policyv1alpha1.Kind{policyv1alpha1.KindCronJob}
 	})
-	c := Compile(p, true)
+	c := Compile(p, policyv1alpha1.AdmissionModeNative, nil)
 	v := c.VAP.Spec.Validations[0]
 	for _, want := range []string{`variables.value in ["a", "q\"uote"]`, `variables.value.matches("^(?:cc-[0-9]+)$")`, "request.operation == 'UPDATE'"} {
 		if !strings.Contains(v.Expression, want) {
@@ -210,4 +215,52 @@ func TestCompilePatternRejectsInvalid(t *testing.T) {
 	if re, _ := CompilePattern(testPolicy(policyv1alpha1.ActionDeny)); re != (*regexp.Regexp)(nil) {
 		t.Error("no pattern must compile to nil")
 	}
+}
+
+func TestCompileWebhook(t *testing.T) {
+	p := testPolicy(policyv1alpha1.ActionDefault, func(p *policyv1alpha1.LabelPolicy) {
+		p.Spec.Match.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	})
+	t.Run("url", func(t *testing.T) {
+		c := Compile(p, policyv1alpha1.AdmissionModeWebhook, &WebhookEndpoint{URL: "https://127.0.0.1:9443/", CABundle: []byte("ca")})
+		if c.MAP != nil || c.Webhook == nil || len(c.Webhook.Webhooks) != 1 {
+			t.Fatalf("MAP %v, webhook %v", c.MAP, c.Webhook)
+		}
+		w := c.Webhook.Webhooks[0]
+		if w.Name != "cost.labelpolicy.orderly.dev" || c.Webhook.Name != "orderly-labelpolicy-cost" {
+			t.Errorf("names %q, %q", c.Webhook.Name, w.Name)
+		}
+		if w.ClientConfig.URL == nil || *w.ClientConfig.URL != "https://127.0.0.1:9443/labelpolicy/cost" || string(w.ClientConfig.CABundle) != "ca" {
+			t.Errorf("clientConfig = %+v", w.ClientConfig)
+		}
+		if *w.FailurePolicy != admissionv1.Ignore || *w.TimeoutSeconds != 5 || *w.SideEffects != admissionv1.SideEffectClassNone {
+			t.Errorf("defaults: failurePolicy %v, timeout %d, sideEffects %v", *w.FailurePolicy, *w.TimeoutSeconds, *w.SideEffects)
+		}
+		if len(w.MatchConditions) != 1 || w.MatchConditions[0] != barePodsOnly {
+			t.Errorf("matchConditions = %v", w.MatchConditions)
+		}
+		if w.NamespaceSelector.MatchLabels["team"] != "a" || len(w.Rules) != 3 {
+			t.Errorf("namespaceSelector %v, %d rules", w.NamespaceSelector, len(w.Rules))
+		}
+	})
+	t.Run("service", func(t *testing.T) {
+		c := Compile(p, policyv1alpha1.AdmissionModeWebhook, &WebhookEndpoint{
+			Service:       &admissionv1.ServiceReference{Namespace: "orderly-system", Name: "orderly-webhook", Port: ptr(int32(443))},
+			FailurePolicy: admissionv1.Fail, TimeoutSeconds: 3,
+		})
+		w := c.Webhook.Webhooks[0]
+		s := w.ClientConfig.Service
+		if w.ClientConfig.URL != nil || s == nil || s.Name != "orderly-webhook" || *s.Path != "/labelpolicy/cost" || *s.Port != 443 {
+			t.Errorf("clientConfig = %+v", w.ClientConfig)
+		}
+		if *w.FailurePolicy != admissionv1.Fail || *w.TimeoutSeconds != 3 {
+			t.Errorf("failurePolicy %v, timeout %d", *w.FailurePolicy, *w.TimeoutSeconds)
+		}
+	})
+	t.Run("deny needs no webhook", func(t *testing.T) {
+		c := Compile(testPolicy(policyv1alpha1.ActionDeny), policyv1alpha1.AdmissionModeWebhook, &WebhookEndpoint{URL: "https://x"})
+		if c.Webhook != nil {
+			t.Error("a Deny policy got a webhook configuration")
+		}
+	})
 }

@@ -2,8 +2,10 @@ package labelpolicy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -11,16 +13,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/labels"
@@ -41,11 +44,26 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// AuditInterval is the time between audits; DefaultAuditInterval when zero.
 	AuditInterval time.Duration
-	// MAPServed says whether the API server serves MutatingAdmissionPolicy at
-	// admissionregistration.k8s.io/v1. SetupWithManager detects it when nil.
-	MAPServed *bool
+	// Mutation says how missing labels are filled in; MutationAuto when empty.
+	Mutation MutationMode
+	// Webhook is how the API server reaches Orderly's mutating webhook; nil when the
+	// manager serves none. Its CABundle is filled in from WebhookCABundle.
+	Webhook *WebhookEndpoint
+	// WebhookCABundle returns the CA certificate of the webhook's serving certificate,
+	// read at every reconcile so that a renewed CA reaches the configurations.
+	WebhookCABundle func() ([]byte, error)
+	// DiscoveryInterval is how often the API server is asked whether it serves
+	// MutatingAdmissionPolicy; DefaultDiscoveryInterval when zero.
+	DiscoveryInterval time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	// mapServed is whether the API server serves MutatingAdmissionPolicy at
+	// admissionregistration.k8s.io/v1, as discovery last said.
+	mapServed    atomic.Bool
+	watchMAPOnce sync.Once
+	ctrl         controller.Controller
+	cache        cache.Cache
 
 	// audited remembers the last audit per policy (auditMark), only to avoid auditing
 	// twice when the next reconcile reads a cached policy whose status is not yet
@@ -62,15 +80,15 @@ type auditMark struct {
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies/finalizers,verbs=update
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings;mutatingwebhookconfigurations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=list;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=list;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// CacheByObject narrows the manager's cache to the validating admission objects
-// Orderly manages. The mutating kinds are left out on purpose: naming a kind here makes
+// CacheByObject narrows the manager's cache to the admission objects Orderly manages.
+// The MutatingAdmissionPolicy kinds are left out on purpose: naming a kind here makes
 // the manager fail to start on an API server that does not serve it, and a cluster
 // holds few MutatingAdmissionPolicies.
 func CacheByObject() map[client.Object]cache.ByObject {
@@ -78,51 +96,53 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&admissionv1.ValidatingAdmissionPolicy{}:        managed,
 		&admissionv1.ValidatingAdmissionPolicyBinding{}: managed,
+		&admissionv1.MutatingWebhookConfiguration{}:     managed,
 	}
-}
-
-// ServesMutatingAdmissionPolicy asks the API server's discovery whether it serves
-// MutatingAdmissionPolicy at admissionregistration.k8s.io/v1.
-func ServesMutatingAdmissionPolicy(cfg *rest.Config) (bool, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return false, err
-	}
-	list, err := dc.ServerResourcesForGroupVersion(admissionv1.SchemeGroupVersion.String())
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("discovering admissionregistration.k8s.io/v1: %w", err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == "mutatingadmissionpolicies" {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	if r.MAPServed == nil {
-		served, err := ServesMutatingAdmissionPolicy(mgr.GetConfig())
-		if err != nil {
-			return err
-		}
-		r.MAPServed = &served
+	if r.Mutation == "" {
+		r.Mutation = MutationAuto
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
+	served, err := ServesMutatingAdmissionPolicy(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	if r.Mutation == MutationNative && !served {
+		return fmt.Errorf("LabelPolicy mutation mode %q: the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy", r.Mutation)
+	}
+	if r.Webhook != nil && r.WebhookCABundle == nil {
+		return errors.New("a LabelPolicy webhook endpoint needs WebhookCABundle")
+	}
+	if r.Mutation == MutationWebhook && r.Webhook == nil {
+		return fmt.Errorf("LabelPolicy mutation mode %q needs a webhook endpoint", r.Mutation)
+	}
+	r.mapServed.Store(served)
+	events := make(chan event.GenericEvent)
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(opts).
 		For(&policyv1alpha1.LabelPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&admissionv1.ValidatingAdmissionPolicy{}).
-		Owns(&admissionv1.ValidatingAdmissionPolicyBinding{})
-	if *r.MAPServed {
-		// Watching a kind the server does not serve would keep the manager from starting.
-		b = b.Owns(&admissionv1.MutatingAdmissionPolicy{}).Owns(&admissionv1.MutatingAdmissionPolicyBinding{})
+		Owns(&admissionv1.ValidatingAdmissionPolicyBinding{}).
+		Owns(&admissionv1.MutatingWebhookConfiguration{}).
+		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
+		Build(r)
+	if err != nil {
+		return err
 	}
-	return b.Complete(r)
+	r.ctrl, r.cache = c, mgr.GetCache()
+	if served {
+		if err := r.watchMutatingPolicies(); err != nil {
+			return err
+		}
+	}
+	interval := r.DiscoveryInterval
+	if interval <= 0 {
+		interval = DefaultDiscoveryInterval
+	}
+	return mgr.Add(&discoveryWatcher{r: r, cfg: mgr.GetConfig(), interval: interval, events: events})
 }
 
 func (r *Reconciler) now() time.Time {
@@ -155,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !p.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	obs := observation{mapServed: *r.MAPServed}
+	obs := observation{mode: r.admissionMode()}
 	re, err := CompilePattern(&p)
 	if err != nil {
 		// The CRD refuses invalid patterns; this catches what CEL's regex dialect
@@ -163,7 +183,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		obs.invalidSpec = err.Error()
 		return ctrl.Result{}, r.updateStatus(ctx, &p, obs)
 	}
-	obs.admissionErr = r.applyAdmission(ctx, &p)
+	obs.admissionErr = r.applyAdmission(ctx, &p, obs.mode)
 
 	if r.staleStatus(&p) {
 		// This copy of the policy predates the status our last audit wrote: writing a

@@ -71,7 +71,7 @@ func TestWithoutMutatingAdmissionPolicy(t *testing.T) {
 		cond := meta.FindStatusCondition(got.Status.Conditions, policyv1alpha1.ConditionDefaultingAvailable)
 		g.Expect(cond).NotTo(BeNil())
 		g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(cond.Reason).To(Equal(ReasonMutatingPolicyUnavailable))
+		g.Expect(cond.Reason).To(Equal(ReasonMutationUnavailable))
 		g.Expect(cond.Message).To(ContainSubstring("missing labels are rejected instead of filled in"))
 	}, timeout, poll).Should(Succeed())
 

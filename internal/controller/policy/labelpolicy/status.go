@@ -17,24 +17,26 @@ import (
 
 // Condition reasons.
 const (
-	ReasonReady                     = "Ready"
-	ReasonInvalidSpec               = "InvalidSpec"
-	ReasonApplied                   = "Applied"
-	ReasonApplyFailed               = "ApplyFailed"
-	ReasonMutatingPolicyServed      = "MutatingAdmissionPolicyServed"
-	ReasonMutatingPolicyUnavailable = "MutatingAdmissionPolicyUnavailable"
-	ReasonNotNeeded                 = "NotNeeded"
-	ReasonNoViolations              = "NoViolations"
-	ReasonViolationsFound           = "ViolationsFound"
-	ReasonAuditPending              = "AuditPending"
-	ReasonAuditFailed               = "AuditFailed"
-	ReasonRemediated                = "Remediated"
-	ReasonRemediationFailed         = "RemediationFailed"
+	ReasonReady                = "Ready"
+	ReasonInvalidSpec          = "InvalidSpec"
+	ReasonApplied              = "Applied"
+	ReasonApplyFailed          = "ApplyFailed"
+	ReasonMutatingPolicyServed = "MutatingAdmissionPolicyServed"
+	ReasonWebhook              = "Webhook"
+	ReasonMutationUnavailable  = "MutationUnavailable"
+	ReasonNotNeeded            = "NotNeeded"
+	ReasonNoViolations         = "NoViolations"
+	ReasonViolationsFound      = "ViolationsFound"
+	ReasonAuditPending         = "AuditPending"
+	ReasonAuditFailed          = "AuditFailed"
+	ReasonRemediated           = "Remediated"
+	ReasonRemediationFailed    = "RemediationFailed"
 )
 
 // observation is what one reconcile saw.
 type observation struct {
-	mapServed    bool
+	// mode is how a policy that needs mutating is enforced (AdmissionMode*).
+	mode         string
 	invalidSpec  string
 	admissionErr error
 	// audit is nil when no audit ran in this reconcile.
@@ -58,29 +60,37 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 		return st
 	}
 
+	// A policy that fills nothing in is enforced natively whatever the mode.
 	st.AdmissionMode = policyv1alpha1.AdmissionModeNative
-	if !obs.mapServed {
-		st.AdmissionMode = policyv1alpha1.AdmissionModeValidationOnly
+	if needsMutation(p) {
+		st.AdmissionMode = obs.mode
 	}
 	switch {
-	case obs.mapServed && needsMutation(p):
+	case !needsMutation(p):
+		set(policyv1alpha1.ConditionDefaultingAvailable, metav1.ConditionTrue, ReasonNotNeeded,
+			fmt.Sprintf("Action %s fills nothing in", p.Spec.Action))
+	case obs.mode == policyv1alpha1.AdmissionModeNative:
 		set(policyv1alpha1.ConditionDefaultingAvailable, metav1.ConditionTrue, ReasonMutatingPolicyServed,
 			"Labels are filled in by a MutatingAdmissionPolicy")
-	case obs.mapServed:
-		set(policyv1alpha1.ConditionDefaultingAvailable, metav1.ConditionTrue, ReasonNotNeeded,
-			fmt.Sprintf("Action %s fills nothing in; MutatingAdmissionPolicy is served should it be needed", p.Spec.Action))
-	case needsMutation(p):
-		set(policyv1alpha1.ConditionDefaultingAvailable, metav1.ConditionFalse, ReasonMutatingPolicyUnavailable,
-			"The API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy and Orderly's webhook fallback is not available: missing labels are rejected instead of filled in, and pod templates are not labelled")
+	case obs.mode == policyv1alpha1.AdmissionModeWebhook:
+		set(policyv1alpha1.ConditionDefaultingAvailable, metav1.ConditionTrue, ReasonWebhook,
+			"Labels are filled in by Orderly's mutating webhook (MutatingWebhookConfiguration "+objectName(p)+"), because MutatingAdmissionPolicy is not in use; while the webhook is unreachable, missing labels are rejected by the validating policy")
 	default:
-		set(policyv1alpha1.ConditionDefaultingAvailable, metav1.ConditionFalse, ReasonMutatingPolicyUnavailable,
-			"The API server does not serve MutatingAdmissionPolicy; this policy does not need it")
+		set(policyv1alpha1.ConditionDefaultingAvailable, metav1.ConditionFalse, ReasonMutationUnavailable,
+			"Neither a MutatingAdmissionPolicy (not served by the API server, or switched off) nor Orderly's webhook (not configured) can fill labels in: missing labels are rejected instead of filled in, and pod templates are not labelled")
 	}
 	if obs.admissionErr != nil {
 		set(policyv1alpha1.ConditionAdmissionReady, metav1.ConditionFalse, ReasonApplyFailed, obs.admissionErr.Error())
 	} else {
-		set(policyv1alpha1.ConditionAdmissionReady, metav1.ConditionTrue, ReasonApplied,
-			"The ValidatingAdmissionPolicy"+map[bool]string{true: ", MutatingAdmissionPolicy", false: ""}[obs.mapServed && needsMutation(p)]+" and bindings "+objectName(p)+" are as compiled")
+		c := Compile(p, obs.mode, &WebhookEndpoint{})
+		what := "The ValidatingAdmissionPolicy"
+		switch {
+		case c.MAP != nil:
+			what += ", MutatingAdmissionPolicy"
+		case c.Webhook != nil:
+			what += ", MutatingWebhookConfiguration"
+		}
+		set(policyv1alpha1.ConditionAdmissionReady, metav1.ConditionTrue, ReasonApplied, what+" and bindings "+objectName(p)+" are as compiled")
 	}
 
 	if res := obs.audit; res != nil {

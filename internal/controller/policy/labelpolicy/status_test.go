@@ -24,15 +24,19 @@ func TestComputeStatus(t *testing.T) {
 		wantDefReason string
 		wantCompliant string
 	}{
-		{"native default", testPolicy(policyv1alpha1.ActionDefault), observation{mapServed: true, audit: &auditResult{}, auditTime: now},
+		{"native default", testPolicy(policyv1alpha1.ActionDefault), observation{mode: policyv1alpha1.AdmissionModeNative, audit: &auditResult{}, auditTime: now},
 			policyv1alpha1.AdmissionModeNative, metav1.ConditionTrue, ReasonReady, metav1.ConditionTrue, ReasonMutatingPolicyServed, ReasonNoViolations},
-		{"default without MAP is reported honestly", testPolicy(policyv1alpha1.ActionDefault), observation{mapServed: false, audit: &auditResult{}, auditTime: now},
-			policyv1alpha1.AdmissionModeValidationOnly, metav1.ConditionTrue, ReasonReady, metav1.ConditionFalse, ReasonMutatingPolicyUnavailable, ReasonNoViolations},
-		{"violations", testPolicy(policyv1alpha1.ActionAudit), observation{mapServed: true, audit: &auditResult{violations: 3}, auditTime: now},
+		{"default without any mutation is reported honestly", testPolicy(policyv1alpha1.ActionDefault), observation{mode: policyv1alpha1.AdmissionModeValidationOnly, audit: &auditResult{}, auditTime: now},
+			policyv1alpha1.AdmissionModeValidationOnly, metav1.ConditionTrue, ReasonReady, metav1.ConditionFalse, ReasonMutationUnavailable, ReasonNoViolations},
+		{"default by webhook", testPolicy(policyv1alpha1.ActionDefault), observation{mode: policyv1alpha1.AdmissionModeWebhook, audit: &auditResult{}, auditTime: now},
+			policyv1alpha1.AdmissionModeWebhook, metav1.ConditionTrue, ReasonReady, metav1.ConditionTrue, ReasonWebhook, ReasonNoViolations},
+		{"deny needs no mutation, so is native in any mode", testPolicy(policyv1alpha1.ActionDeny), observation{mode: policyv1alpha1.AdmissionModeValidationOnly, audit: &auditResult{}, auditTime: now},
+			policyv1alpha1.AdmissionModeNative, metav1.ConditionTrue, ReasonReady, metav1.ConditionTrue, ReasonNotNeeded, ReasonNoViolations},
+		{"violations", testPolicy(policyv1alpha1.ActionAudit), observation{mode: policyv1alpha1.AdmissionModeNative, audit: &auditResult{violations: 3}, auditTime: now},
 			policyv1alpha1.AdmissionModeNative, metav1.ConditionTrue, ReasonReady, metav1.ConditionTrue, ReasonNotNeeded, ReasonViolationsFound},
-		{"apply failed", testPolicy(policyv1alpha1.ActionDeny), observation{mapServed: true, admissionErr: errors.New("forbidden")},
+		{"apply failed", testPolicy(policyv1alpha1.ActionDeny), observation{mode: policyv1alpha1.AdmissionModeNative, admissionErr: errors.New("forbidden")},
 			policyv1alpha1.AdmissionModeNative, metav1.ConditionFalse, ReasonApplyFailed, metav1.ConditionTrue, ReasonNotNeeded, ReasonAuditPending},
-		{"audit failed", testPolicy(policyv1alpha1.ActionDeny), observation{mapServed: true, auditErr: errors.New("forbidden")},
+		{"audit failed", testPolicy(policyv1alpha1.ActionDeny), observation{mode: policyv1alpha1.AdmissionModeNative, auditErr: errors.New("forbidden")},
 			policyv1alpha1.AdmissionModeNative, metav1.ConditionFalse, ReasonAuditFailed, metav1.ConditionTrue, ReasonNotNeeded, ReasonAuditFailed},
 	}
 	for _, tc := range cases {
