@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -226,4 +227,77 @@ func replicaSets(g Gomega, ns string) []appsv1.ReplicaSet {
 	var list appsv1.ReplicaSetList
 	g.Expect(k.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
 	return list.Items
+}
+
+// TestLabelPolicyWebhookFallback runs the manager with --labelpolicy-mutation=webhook,
+// as on an API server without MutatingAdmissionPolicy: the label is filled in and
+// propagated by Orderly's webhook (with Orderly's own certificate); with the webhook
+// down, the validating policy still rejects a workload without the label; back in the
+// default mode the policy moves to native admission and the webhook configuration goes.
+func TestLabelPolicyWebhookFallback(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := policyClient(t)
+	port := freePort()
+	restartManager(t, "--labelpolicy-mutation=webhook", "--webhook-host=127.0.0.1",
+		fmt.Sprintf("--webhook-port=%d", port), fmt.Sprintf("--webhook-url=https://127.0.0.1:%d", port))
+
+	createNamespace(t, "e2e-lp-webhook", map[string]string{"e2e-labelpolicy": "e2e-webhook", "cost-center": "cc-ns"})
+	createNamespace(t, "e2e-lp-webhook-plain", map[string]string{"e2e-labelpolicy": "e2e-webhook"})
+	p := labelPolicy("e2e-webhook", policyv1alpha1.ActionDefault)
+	p.Spec.AllowedPattern = "cc-[a-z]+"
+	p.Spec.PropagateToPodTemplate = true
+	g.Expect(c.Create(ctx, p)).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
+	got := waitPolicyReady(g, c, p.Name)
+	g.Expect(got.Status.AdmissionMode).To(Equal(policyv1alpha1.AdmissionModeWebhook))
+
+	name := client.ObjectKey{Name: "orderly-labelpolicy-e2e-webhook"}
+	var wc admissionv1.MutatingWebhookConfiguration
+	g.Expect(k.Get(ctx, name, &wc)).To(Succeed())
+	g.Expect(*wc.Webhooks[0].ClientConfig.URL).To(Equal(fmt.Sprintf("https://127.0.0.1:%d/labelpolicy/e2e-webhook", port)))
+	var mp admissionv1.MutatingAdmissionPolicy
+	g.Expect(apierrors.IsNotFound(k.Get(ctx, name, &mp))).To(BeTrue(), "webhook mode compiles no MutatingAdmissionPolicy")
+	var tlsSecret corev1.Secret
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: managerNamespace, Name: "orderly-webhook-tls"}, &tlsSecret)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		probe := deployment("e2e-lp-webhook", "", 0)
+		probe.GenerateName = "probe-"
+		g.Expect(k.Create(ctx, probe)).To(Succeed())
+		_ = k.Delete(ctx, probe)
+		g.Expect(probe.Labels).To(HaveKeyWithValue("cost-center", "cc-ns"))
+	}, timeout, poll).Should(Succeed())
+	d := deployment("e2e-lp-webhook", "api", 1)
+	g.Expect(k.Create(ctx, d)).To(Succeed())
+	g.Expect(d.Labels).To(HaveKeyWithValue("cost-center", "cc-ns"))
+	g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("cost-center", "cc-ns"))
+	g.Eventually(func(g Gomega) { g.Expect(readyPods(g, "e2e-lp-webhook", "api")).To(Equal(1)) }, timeout, poll).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		body, err := httpGet(metricsURL)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(body)).To(ContainSubstring(`orderly_labelpolicy_webhook_requests_total{labelpolicy="e2e-webhook",result="mutated"}`))
+	}, timeout, poll).Should(Succeed())
+
+	// Webhook down: failurePolicy Ignore admits the request unmutated, and the
+	// validating policy rejects it with its message.
+	stopManager()
+	err := k.Create(ctx, deployment("e2e-lp-webhook-plain", "while-down", 0))
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("has no label cost-center"))
+	g.Expect(k.Create(ctx, deployment("e2e-lp-webhook", "labelled-while-down", 0))).NotTo(Succeed(),
+		"the namespace's label cannot be filled in while the webhook is down")
+
+	// The default manager (auto on a server that serves MutatingAdmissionPolicy)
+	// moves the policy to native admission.
+	stop, err := startManager(managerBin, managerKubeconfig)
+	g.Expect(err).NotTo(HaveOccurred())
+	stopManager = stop
+	g.Eventually(func(g Gomega) {
+		var lp policyv1alpha1.LabelPolicy
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(p), &lp)).To(Succeed())
+		g.Expect(lp.Status.AdmissionMode).To(Equal(policyv1alpha1.AdmissionModeNative))
+		g.Expect(k.Get(ctx, name, &mp)).To(Succeed())
+		g.Expect(apierrors.IsNotFound(k.Get(ctx, name, &wc))).To(BeTrue())
+	}, timeout, poll).Should(Succeed())
 }

@@ -48,6 +48,10 @@ var (
 	clientset  *kubernetes.Clientset
 	adminCfg   *rest.Config
 	metricsURL string
+
+	// The running manager, and how to start it again.
+	managerBin, managerKubeconfig string
+	stopManager                   func()
 )
 
 func TestMain(m *testing.M) {
@@ -95,11 +99,12 @@ func run(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("installing the manager's ServiceAccount and RBAC: %w", err)
 	}
-	stop, err := startManager(bin, saKubeconfig)
-	if err != nil {
+	managerBin, managerKubeconfig = bin, saKubeconfig
+	_ = os.Remove(filepath.Join(os.TempDir(), "orderly-e2e-manager.log")) // each start appends to it
+	if stopManager, err = startManager(bin, saKubeconfig); err != nil {
 		return 0, err
 	}
-	defer stop()
+	defer func() { stopManager() }()
 	return m.Run(), nil
 }
 
@@ -141,11 +146,30 @@ func installManagerIdentity(ctx context.Context, adminKubeconfig string) (string
 	return path, nil
 }
 
+// restartManager replaces the running manager with one started with extra flags, and
+// puts the default one back when the test ends. Tests run one after another, so no
+// other test sees the replacement.
+func restartManager(t *testing.T, extra ...string) {
+	t.Helper()
+	stopManager()
+	stop, err := startManager(managerBin, managerKubeconfig, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopManager = stop
+	t.Cleanup(func() {
+		stopManager()
+		if stopManager, err = startManager(managerBin, managerKubeconfig); err != nil {
+			t.Fatalf("restarting the default manager: %v", err)
+		}
+	})
+}
+
 // startManager runs `orderly manager` as a process and waits until it is ready.
-func startManager(bin, kubeconfig string) (func(), error) {
+func startManager(bin, kubeconfig string, extra ...string) (func(), error) {
 	metricsPort, probePort := freePort(), freePort()
 	metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
-	logs, err := os.Create(filepath.Join(os.TempDir(), "orderly-e2e-manager.log"))
+	logs, err := os.OpenFile(filepath.Join(os.TempDir(), "orderly-e2e-manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -153,12 +177,18 @@ func startManager(bin, kubeconfig string) (func(), error) {
 		"--leader-elect=true", "--leader-election-namespace", managerNamespace,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort))
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "manager started (pid %d), logs in %s\n", cmd.Process.Pid, logs.Name())
+	stopped := false
 	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
