@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,6 +48,8 @@ type benchManager struct {
 	pid        int
 	metricsURL string
 	logPath    string
+	// stop ends the manager before the benchmark does.
+	stop func()
 }
 
 // startManager runs ORDERLY_BIN's manager against kubeconfig with metrics on a free
@@ -69,8 +72,10 @@ func startManager(b *testing.B, kubeconfig string, args ...string) *benchManager
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait(); _ = logs.Close() })
-	return &benchManager{pid: cmd.Process.Pid, metricsURL: "http://" + metricsAddr + "/metrics", logPath: logPath}
+	var once sync.Once
+	stop := func() { once.Do(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait(); _ = logs.Close() }) }
+	b.Cleanup(stop)
+	return &benchManager{pid: cmd.Process.Pid, metricsURL: "http://" + metricsAddr + "/metrics", logPath: logPath, stop: stop}
 }
 
 func envInt(name string, def int) int {

@@ -34,6 +34,8 @@ import (
 	"orderly.dev/orderly/internal/labels"
 )
 
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+
 // Keys of the Secret, beside the standard tls.crt and tls.key.
 const (
 	KeyCACert = "ca.crt"
