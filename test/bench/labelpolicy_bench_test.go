@@ -205,6 +205,10 @@ func BenchmarkLabelPolicy(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// orderly-system holds the webhook's certificate Secret in the webhook phase.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "orderly-system"}}); err != nil {
+		b.Fatal(err)
+	}
 	for _, ns := range []string{"lp-base", "lp-deny", "lp-default", "lp-warmup"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{lpBenchLabel: ns}}}); err != nil {
 			b.Fatal(err)

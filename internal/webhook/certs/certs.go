@@ -142,6 +142,9 @@ func (m *Manager) Ensure(ctx context.Context) error {
 				if apierrors.IsAlreadyExists(err) {
 					continue // another replica was first: use its certificate
 				}
+				if apierrors.IsNotFound(err) {
+					return fmt.Errorf("creating Secret %s/%s: namespace %s does not exist: create it, or run the manager with --leader-election-namespace set to its namespace", m.Namespace, m.Name, m.Namespace)
+				}
 				return fmt.Errorf("creating Secret %s/%s: %w", m.Namespace, m.Name, err)
 			}
 			m.current.Store(b)
