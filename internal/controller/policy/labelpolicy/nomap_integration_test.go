@@ -4,7 +4,6 @@ package labelpolicy
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -15,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
@@ -27,16 +25,7 @@ import (
 // labels cannot be filled in, and a Default policy still rejects a missing label.
 func TestWithoutMutatingAdmissionPolicy(t *testing.T) {
 	g := NewWithT(t)
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	// As on an API server that predates MutatingAdmissionPolicy: the resources are not
-	// served and the admission plugin (whose informers would wait for them) is off.
-	env.ControlPlane.GetAPIServer().Configure().
-		Append("runtime-config", "admissionregistration.k8s.io/v1/mutatingadmissionpolicies=false,admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings=false").
-		Append("disable-admission-plugins", "MutatingAdmissionPolicy")
-	cfg, err := env.Start()
+	env, cfg, err := testenv.StartWithoutMutatingAdmissionPolicy()
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })
 
