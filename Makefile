@@ -23,8 +23,9 @@ help: ## Show the targets.
 
 ##@ The two commands
 .PHONY: run
-run: build ## Start the local cluster, apply config/samples and run the manager until Ctrl-C.
+run: build ## Start the local cluster (and a local PostgreSQL if installed), apply config/samples and run the manager until Ctrl-C.
 	$(ORDERLY) dev up
+	$(ORDERLY) dev postgres up --optional
 	$$($(ORDERLY) dev kubectl-path) --kubeconfig "$$($(ORDERLY) dev kubeconfig)" apply -f config/samples/
 	$(ORDERLY) manager --kubeconfig "$$($(ORDERLY) dev kubeconfig)" --leader-elect=false --log-format console --metrics-bind-address :18080 --health-probe-bind-address :18081
 

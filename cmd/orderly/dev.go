@@ -46,6 +46,7 @@ The cluster's kubeconfig lives in the cache; your ~/.kube/config is never modifi
 		newDevKubectlPathCommand(),
 		newDevBuildCommand(),
 		newDevAssetsCommand(),
+		newDevPostgresCommand(),
 	)
 	return dev
 }
