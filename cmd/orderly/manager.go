@@ -5,18 +5,18 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,94 +26,39 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
-	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
-	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/databaseserver"
-	"orderly.dev/orderly/internal/controller/data/devdatabase"
+	"orderly.dev/orderly/internal/admission"
+	controllers "orderly.dev/orderly/internal/controller"
 	"orderly.dev/orderly/internal/controller/data/engine/postgres"
 	"orderly.dev/orderly/internal/controller/policy/labelpolicy"
-	"orderly.dev/orderly/internal/controller/power/sleepschedule"
-	"orderly.dev/orderly/internal/controller/tenancy/tenant"
+	"orderly.dev/orderly/internal/kit"
+	"orderly.dev/orderly/internal/scheme"
 	"orderly.dev/orderly/internal/version"
 )
 
-// managedController is one controller the manager can run.
-type managedController struct {
-	// cacheByObject narrows what the shared cache holds for this controller.
-	cacheByObject func() map[client.Object]cache.ByObject
-	setup         func(ctx context.Context, mgr ctrl.Manager, opts controller.Options, o *managerOptions) error
-}
-
-// controllers lists every controller of Orderly by the name --controllers takes.
-var controllers = map[string]managedController{
-	labelpolicy.Name: {
-		cacheByObject: labelpolicy.CacheByObject,
-		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options, o *managerOptions) error {
-			r := &labelpolicy.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-labelpolicy"),
-				Mutation: o.lpMutation}
-			if w := o.lpWebhook; w != nil {
-				if err := w.register(mgr); err != nil {
-					return err
-				}
-				r.Webhook, r.WebhookCABundle = w.endpoint, w.caBundle
-			}
-			return r.SetupWithManager(ctx, mgr, opts)
-		},
-	},
-	tenant.Name: {
-		cacheByObject: tenant.CacheByObject,
-		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options, _ *managerOptions) error {
-			r := &tenant.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-tenant")}
-			return r.SetupWithManager(ctx, mgr, opts)
-		},
-	},
-	sleepschedule.Name: {
-		cacheByObject: sleepschedule.CacheByObject,
-		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options, _ *managerOptions) error {
-			r := &sleepschedule.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-sleepschedule"),
-				Clock: sleepschedule.RealClock, Writers: 4 * opts.MaxConcurrentReconciles}
-			return r.SetupWithManager(ctx, mgr, opts)
-		},
-	},
-	databaseserver.Name: {
-		cacheByObject: databaseserver.CacheByObject,
-		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options, _ *managerOptions) error {
-			r := &databaseserver.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Connector: dbConnector}
-			return r.SetupWithManager(ctx, mgr, opts)
-		},
-	},
-	devdatabase.Name: {
-		cacheByObject: devdatabase.CacheByObject,
-		setup: func(ctx context.Context, mgr ctrl.Manager, opts controller.Options, _ *managerOptions) error {
-			r := &devdatabase.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-devdatabase"), Connector: dbConnector}
-			return r.SetupWithManager(ctx, mgr, opts)
-		},
-	},
-}
-
-// dbConnector pools the data controllers' connections to database servers.
-var dbConnector = postgres.NewConnector()
-
+// controllerNames lists every controller by the name --controllers takes.
 func controllerNames() []string {
-	names := make([]string, 0, len(controllers))
-	for n := range controllers {
-		names = append(names, n)
+	names := make([]string, 0, len(controllers.All))
+	for _, c := range controllers.All {
+		names = append(names, c.Name)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	return names
 }
 
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(tenancyv1alpha1.AddToScheme(s))
-	utilruntime.Must(policyv1alpha1.AddToScheme(s))
-	utilruntime.Must(datav1alpha1.AddToScheme(s))
-	utilruntime.Must(powerv1alpha1.AddToScheme(s))
-	return s
+// selectControllers returns the controllers named, or an error naming one unknown.
+func selectControllers(names []string) ([]kit.Controller, error) {
+	out := make([]kit.Controller, 0, len(names))
+	for _, name := range names {
+		i := slices.IndexFunc(controllers.All, func(c kit.Controller) bool { return c.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown controller %q in --controllers; known: %s", name, strings.Join(controllerNames(), ", "))
+		}
+		out = append(out, controllers.All[i])
+	}
+	return out, nil
 }
+
+func newScheme() *runtime.Scheme { return scheme.New() }
 
 type managerOptions struct {
 	kubeconfig              string
@@ -128,10 +73,6 @@ type managerOptions struct {
 	logFormat               string
 	logLevel                string
 	webhook                 webhookOptions
-
-	// Resolved by runManager from webhook.
-	lpMutation labelpolicy.MutationMode
-	lpWebhook  *labelPolicyWebhook
 }
 
 func newManagerCommand() *cobra.Command {
@@ -147,7 +88,11 @@ func newManagerCommand() *cobra.Command {
 			return runManager(ctrl.SetupSignalHandler(), o)
 		},
 	}
-	f := cmd.Flags()
+	addManagerFlags(cmd.Flags(), &o)
+	return cmd
+}
+
+func addManagerFlags(f *pflag.FlagSet, o *managerOptions) {
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then in-cluster config)")
 	f.StringSliceVar(&o.controllers, "controllers", controllerNames(), "controllers to run (comma-separated)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so that only one replica reconciles at a time")
@@ -160,7 +105,6 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info or error")
 	addWebhookFlags(f, &o.webhook)
-	return cmd
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
@@ -197,13 +141,12 @@ func runManager(ctx context.Context, o managerOptions) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	for _, name := range o.controllers {
-		if _, ok := controllers[name]; !ok {
-			return fmt.Errorf("unknown controller %q in --controllers; known: %s", name, strings.Join(controllerNames(), ", "))
-		}
+	selected, err := selectControllers(o.controllers)
+	if err != nil {
+		return err
 	}
-	var err error
-	if o.lpMutation, err = o.webhook.validate(); err != nil {
+	mode, err := o.webhook.validate()
+	if err != nil {
 		return err
 	}
 	cfg, err := restConfig(o.kubeconfig)
@@ -217,22 +160,34 @@ func runManager(ctx context.Context, o managerOptions) error {
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.qps, o.burst)
 	cfg.UserAgent = "orderly/" + version.Version
 
-	byObject := map[client.Object]cache.ByObject{}
-	for _, name := range o.controllers {
-		for obj, opts := range controllers[name].cacheByObject() {
-			byObject[obj] = opts
-		}
+	scheme := newScheme()
+	byObject, err := kit.MergeCache(scheme, selected)
+	if err != nil {
+		return err
 	}
 	namespace := leaderElectionNamespace(o.leaderElectionNamespace)
-	scheme := newScheme()
+	// The database connector is shared by the data controllers and closed when the
+	// manager stops.
+	databases := postgres.NewConnector()
+	defer databases.Close()
+	deps := kit.Deps{
+		Options:   controller.Options{MaxConcurrentReconciles: o.concurrency},
+		Clock:     clock.RealClock{},
+		Databases: databases,
+		Admission: admission.Config{Mode: mode},
+	}
 	var webhookOpts webhook.Options
-	if slices.Contains(o.controllers, labelpolicy.Name) {
+	var lpWebhook *labelPolicyWebhook
+	if slices.ContainsFunc(selected, func(c kit.Controller) bool { return c.Name == labelpolicy.Name }) {
 		direct, err := client.New(cfg, client.Options{Scheme: scheme})
 		if err != nil {
 			return err
 		}
-		if o.lpWebhook, webhookOpts, err = prepareLabelPolicyWebhook(ctx, cfg, direct, o.lpMutation, &o.webhook, namespace); err != nil {
+		if lpWebhook, webhookOpts, err = prepareLabelPolicyWebhook(ctx, cfg, direct, mode, &o.webhook, namespace); err != nil {
 			return err
+		}
+		if lpWebhook != nil {
+			deps.Admission.Webhook, deps.Admission.CABundle = lpWebhook.endpoint, lpWebhook.caBundle
 		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -245,7 +200,7 @@ func runManager(ctx context.Context, o managerOptions) error {
 		LeaderElectionNamespace:       namespace,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{ByObject: byObject},
-		GracefulShutdownTimeout:       ptrTo(15 * time.Second),
+		GracefulShutdownTimeout:       ptr.To(15 * time.Second),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -256,19 +211,20 @@ func runManager(ctx context.Context, o managerOptions) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	if o.lpWebhook != nil {
+	if lpWebhook != nil {
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return err
 		}
+		if err := lpWebhook.register(mgr); err != nil {
+			return err
+		}
 	}
-	for _, name := range o.controllers {
-		if err := controllers[name].setup(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency}, &o); err != nil {
-			return fmt.Errorf("setting up controller %q: %w", name, err)
+	for _, c := range selected {
+		if err := c.Setup(ctx, mgr, deps); err != nil {
+			return fmt.Errorf("setting up controller %q: %w", c.Name, err)
 		}
 	}
 	slices.Sort(o.controllers)
 	log.Info("Starting manager", "version", version.Version, "controllers", o.controllers, "leaderElection", o.leaderElect)
 	return mgr.Start(ctx)
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -10,10 +10,12 @@ import (
 	"github.com/spf13/pflag"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"orderly.dev/orderly/internal/admission"
 	"orderly.dev/orderly/internal/controller/policy/labelpolicy"
 	"orderly.dev/orderly/internal/webhook/certs"
 	labelpolicywebhook "orderly.dev/orderly/internal/webhook/labelpolicy"
@@ -34,7 +36,7 @@ type webhookOptions struct {
 }
 
 func addWebhookFlags(f *pflag.FlagSet, o *webhookOptions) {
-	f.StringVar(&o.mutation, "labelpolicy-mutation", string(labelpolicy.MutationAuto),
+	f.StringVar(&o.mutation, "labelpolicy-mutation", string(admission.Auto),
 		"how LabelPolicy labels are filled in: auto (MutatingAdmissionPolicy where served, else Orderly's webhook), native, webhook or off")
 	f.StringVar(&o.host, "webhook-host", "", "address the webhook server listens on (default: all)")
 	f.IntVar(&o.port, "webhook-port", webhook.DefaultPort, "port of the webhook server")
@@ -49,17 +51,17 @@ func addWebhookFlags(f *pflag.FlagSet, o *webhookOptions) {
 
 // labelPolicyWebhook is what the LabelPolicy controller needs to use the webhook.
 type labelPolicyWebhook struct {
-	endpoint *labelpolicy.WebhookEndpoint
+	endpoint *admission.Endpoint
 	caBundle func() ([]byte, error)
 	// certs is nil when the certificate comes from --webhook-cert-dir.
 	certs *certs.Manager
 }
 
 // validate checks the webhook flags before anything talks to the cluster.
-func (o *webhookOptions) validate() (labelpolicy.MutationMode, error) {
-	mode, err := labelpolicy.ParseMutationMode(o.mutation)
+func (o *webhookOptions) validate() (admission.Mode, error) {
+	mode, err := admission.ParseMode(o.mutation)
 	if err != nil {
-		return "", fmt.Errorf("--labelpolicy-mutation: %w", err)
+		return "", fmt.Errorf("unknown LabelPolicy mutation mode %q in --labelpolicy-mutation: use auto, native, webhook or off", o.mutation)
 	}
 	switch admissionv1.FailurePolicyType(o.failurePolicy) {
 	case admissionv1.Ignore, admissionv1.Fail:
@@ -82,12 +84,12 @@ func (o *webhookOptions) validate() (labelpolicy.MutationMode, error) {
 // --labelpolicy-mutation=webhook, or auto on an API server without
 // MutatingAdmissionPolicy. It returns nil when it does not. The certificate is loaded
 // (or issued) here, before the server starts, so the first request finds it.
-func prepareLabelPolicyWebhook(ctx context.Context, cfg *rest.Config, c client.Client, mode labelpolicy.MutationMode, o *webhookOptions, namespace string) (*labelPolicyWebhook, webhook.Options, error) {
+func prepareLabelPolicyWebhook(ctx context.Context, cfg *rest.Config, c client.Client, mode admission.Mode, o *webhookOptions, namespace string) (*labelPolicyWebhook, webhook.Options, error) {
 	wo := webhook.Options{Host: o.host, Port: o.port}
 	switch mode {
-	case labelpolicy.MutationWebhook:
-	case labelpolicy.MutationAuto:
-		served, err := labelpolicy.ServesMutatingAdmissionPolicy(cfg)
+	case admission.Webhook:
+	case admission.Auto:
+		served, err := admission.ServesMutatingAdmissionPolicy(cfg)
 		if err != nil {
 			return nil, wo, err
 		}
@@ -97,7 +99,7 @@ func prepareLabelPolicyWebhook(ctx context.Context, cfg *rest.Config, c client.C
 	default:
 		return nil, wo, nil
 	}
-	e := &labelpolicy.WebhookEndpoint{
+	e := &admission.Endpoint{
 		URL:            o.url,
 		FailurePolicy:  admissionv1.FailurePolicyType(o.failurePolicy),
 		TimeoutSeconds: o.timeoutSeconds,
@@ -112,7 +114,7 @@ func prepareLabelPolicyWebhook(ctx context.Context, cfg *rest.Config, c client.C
 			dnsNames = append(dnsNames, u.Hostname())
 		}
 	} else {
-		e.Service = &admissionv1.ServiceReference{Namespace: namespace, Name: o.service, Port: ptrTo(int32(443))}
+		e.Service = &admissionv1.ServiceReference{Namespace: namespace, Name: o.service, Port: ptr.To(int32(443))}
 		dnsNames = []string{o.service + "." + namespace + ".svc", o.service + "." + namespace + ".svc.cluster.local"}
 	}
 	w := &labelPolicyWebhook{endpoint: e}

@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"os"
 	"testing"
 	"time"
 
@@ -18,19 +17,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/admission"
 	lpcontroller "orderly.dev/orderly/internal/controller/policy/labelpolicy"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 	"orderly.dev/orderly/internal/testenv"
 	"orderly.dev/orderly/internal/webhook/certs"
@@ -50,58 +44,38 @@ const (
 
 var (
 	k       client.Client
-	scheme  = runtime.NewScheme()
 	certMgr *certs.Manager
 )
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
-	env, cfg, err := testenv.StartWithoutMutatingAdmissionPolicy()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the test API server:", err)
-		os.Exit(1)
-	}
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(policyv1alpha1.AddToScheme(scheme))
-	if k, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		panic(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: webhookNS}}); err != nil {
-		panic(err)
-	}
-	port := freePort()
-	certMgr = &certs.Manager{Client: k, Reader: k, Namespace: webhookNS, Name: webhookTLS, IPs: []net.IP{net.ParseIP("127.0.0.1")}}
-	if err := certMgr.Ensure(ctx); err != nil {
-		panic(err)
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cache.Options{ByObject: lpcontroller.CacheByObject()},
-		WebhookServer: webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port,
-			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certMgr.GetCertificate }}}),
-	})
-	if err != nil {
-		panic(err)
-	}
-	mgr.GetWebhookServer().Register(lpcontroller.WebhookPathPrefix, (&Handler{Reader: mgr.GetClient()}).Webhook())
-	r := &lpcontroller.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-labelpolicy"),
-		Mutation: lpcontroller.MutationAuto, AuditInterval: 2 * time.Second,
-		Webhook:         &lpcontroller.WebhookEndpoint{URL: fmt.Sprintf("https://127.0.0.1:%d", port), FailurePolicy: admissionv1.Ignore, TimeoutSeconds: fieldTimeout},
-		WebhookCABundle: certMgr.CABundle}
-	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
-		panic(err)
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			panic(err)
+	testenv.Main(m, func(e *testenv.Env) (func(), error) {
+		k = e.Client
+		ctx := context.Background()
+		if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: webhookNS}}); err != nil {
+			return nil, err
 		}
-	}()
-	code := m.Run()
-	cancel()
-	_ = env.Stop()
-	os.Exit(code)
+		port := freePort()
+		certMgr = &certs.Manager{Client: k, Reader: k, Namespace: webhookNS, Name: webhookTLS, IPs: []net.IP{net.ParseIP("127.0.0.1")}}
+		if err := certMgr.Ensure(ctx); err != nil {
+			return nil, err
+		}
+		deps := kit.Deps{Admission: admission.Config{
+			Mode:     admission.Auto,
+			Webhook:  &admission.Endpoint{URL: fmt.Sprintf("https://127.0.0.1:%d", port), FailurePolicy: admissionv1.Ignore, TimeoutSeconds: fieldTimeout},
+			CABundle: certMgr.CABundle,
+		}}
+		lp := lpcontroller.Controller
+		lp.Setup = func(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+			mgr.GetWebhookServer().Register(lpcontroller.WebhookPathPrefix, (&Handler{Reader: mgr.GetClient()}).Webhook())
+			r := &lpcontroller.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-labelpolicy")),
+				Mutation: deps.Admission.Mode, AuditInterval: 2 * time.Second, Webhook: deps.Admission.Webhook, WebhookCABundle: deps.Admission.CABundle}
+			return r.SetupWithManager(ctx, mgr, deps.Options)
+		}
+		return e.StartManager(deps, []kit.Controller{lp}, func(o *ctrl.Options) {
+			o.WebhookServer = webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port,
+				TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certMgr.GetCertificate }}})
+		})
+	}, testenv.WithoutMutatingAdmissionPolicy())
 }
 
 func freePort() int {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -28,6 +27,7 @@ import (
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // Name is the controller's name, as given to --controllers.
@@ -63,8 +63,15 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=data.orderly.dev,resources=devdatabases,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
-// CacheByObject: this controller caches nothing beyond DatabaseServers and DevDatabases.
-func CacheByObject() map[client.Object]cache.ByObject { return nil }
+// Controller is the DatabaseServer controller as the manager runs it. It caches
+// nothing beyond DatabaseServers and DevDatabases.
+var Controller = kit.Controller{Name: Name, Setup: Setup}
+
+// Setup builds the reconciler and registers it with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Connector: deps.Databases, Clock: deps.Clock}
+	return r.SetupWithManager(ctx, mgr, deps.Options)
+}
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,6 +29,7 @@ import (
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
 
@@ -54,7 +54,7 @@ type Reconciler struct {
 	client.Client
 	// APIReader reads the servers' admin credentials, which the cache does not hold.
 	APIReader client.Reader
-	Recorder  events.EventRecorder
+	Recorder  kit.Recorder
 	Connector engine.Connector
 	Clock     clock.PassiveClock
 }
@@ -67,10 +67,20 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// CacheByObject narrows the shared cache: of Secrets, only those Orderly manages.
-func CacheByObject() map[client.Object]cache.ByObject {
+// Controller is the DevDatabase controller as the manager runs it.
+var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
+
+// Setup builds the reconciler and registers it with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-devdatabase")),
+		Connector: deps.Databases, Clock: deps.Clock}
+	return r.SetupWithManager(ctx, mgr, deps.Options)
+}
+
+// Cache narrows the shared cache: of Secrets, only those Orderly manages.
+func Cache() kit.CacheRules {
 	managed := cache.ByObject{Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.ManagedBy: labels.ManagedByValue})}
-	return map[client.Object]cache.ByObject{&corev1.Secret{}: managed}
+	return kit.CacheRules{&corev1.Secret{}: managed}
 }
 
 // SetupWithManager registers the controller with mgr.

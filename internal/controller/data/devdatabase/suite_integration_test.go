@@ -3,26 +3,18 @@
 package devdatabase
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/controller/data/databaseserver"
 	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/testenv"
 	"orderly.dev/orderly/internal/testpg"
 )
@@ -71,57 +63,24 @@ func (c *testClock) Set(t *testing.T, now time.Time) {
 }
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
 	var err error
-	pg, err = testpg.Start()
-	if err != nil {
+	if pg, err = testpg.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "starting PostgreSQL for the tests:", err)
 		os.Exit(1)
 	}
-	env, cfg, err := testenv.Start()
-	if err != nil {
-		pg.Close()
-		fmt.Fprintln(os.Stderr, "starting the test API server:", err)
-		os.Exit(1)
-	}
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(datav1alpha1.AddToScheme(scheme))
-	k, err = client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		panic(err)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cache.Options{ByObject: CacheByObject()},
+	testenv.Main(m, func(e *testenv.Env) (func(), error) {
+		k = e.Client
+		connector := postgres.NewConnector()
+		stop, err := e.StartManager(kit.Deps{Clock: clk, Databases: connector, Options: controller.Options{MaxConcurrentReconciles: 4}},
+			[]kit.Controller{Controller, databaseserver.Controller})
+		return func() {
+			if stop != nil {
+				stop()
+			}
+			connector.Close()
+			pg.Close()
+		}, err
 	})
-	if err != nil {
-		panic(err)
-	}
-	connector := postgres.NewConnector()
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-devdatabase"), Connector: connector, Clock: clk}
-	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
-		panic(err)
-	}
-	sr := &databaseserver.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Connector: connector, Clock: clk}
-	if err := sr.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
-		panic(err)
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			panic(err)
-		}
-	}()
-
-	code := m.Run()
-	cancel()
-	connector.Close()
-	_ = env.Stop()
-	pg.Close()
-	os.Exit(code)
 }
 
 const (

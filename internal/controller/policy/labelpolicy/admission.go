@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/admission"
 	"orderly.dev/orderly/internal/labels"
 )
 
@@ -19,7 +20,7 @@ import (
 // apply, which also restores whatever was changed behind Orderly's back, and removes
 // the mutating objects that the policy or the mode no longer needs.
 func (r *Reconciler) applyAdmission(ctx context.Context, p *policyv1alpha1.LabelPolicy, mode string) error {
-	var endpoint *WebhookEndpoint
+	var endpoint *admission.Endpoint
 	if mode == policyv1alpha1.AdmissionModeWebhook && needsMutation(p) {
 		ca, err := r.WebhookCABundle()
 		if err != nil {

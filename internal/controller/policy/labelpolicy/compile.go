@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/admission"
 	"orderly.dev/orderly/internal/labels"
 )
 
@@ -52,23 +53,6 @@ type Compiled struct {
 	Webhook *admissionv1.MutatingWebhookConfiguration
 }
 
-// WebhookEndpoint says how the API server reaches Orderly's mutating webhook and what
-// it does when it cannot.
-type WebhookEndpoint struct {
-	// URL is the webhook server's base URL (https://host:port) when the manager runs
-	// outside the cluster; empty to go through Service.
-	URL string
-	// Service is the Service in front of the manager's webhook server; its Path is
-	// ignored (each policy has its own).
-	Service *admissionv1.ServiceReference
-	// CABundle is the PEM CA certificate that signed the webhook's serving certificate.
-	CABundle []byte
-	// FailurePolicy applies when the webhook cannot be reached or errs.
-	FailurePolicy admissionv1.FailurePolicyType
-	// TimeoutSeconds bounds one call; at most 30.
-	TimeoutSeconds int32
-}
-
 // WebhookPathPrefix is where the webhook server serves LabelPolicies: the path of
 // policy P is WebhookPathPrefix + P.
 const WebhookPathPrefix = "/labelpolicy/"
@@ -104,7 +88,7 @@ func needsMutation(p *policyv1alpha1.LabelPolicy) bool {
 // Compile turns a LabelPolicy into admission objects for the given admission mode
 // (an AdmissionMode* constant); endpoint is used in the Webhook mode only. Pure: the
 // controller writes what it returns, and unit tests read it.
-func Compile(p *policyv1alpha1.LabelPolicy, mode string, endpoint *WebhookEndpoint) Compiled {
+func Compile(p *policyv1alpha1.LabelPolicy, mode string, endpoint *admission.Endpoint) Compiled {
 	c := Compiled{VAP: compileVAP(p), VAPBinding: compileVAPBinding(p)}
 	if !needsMutation(p) {
 		return c
@@ -399,7 +383,7 @@ func compileMAPBinding(p *policyv1alpha1.LabelPolicy) *admissionv1.MutatingAdmis
 // compileWebhook is the MutatingWebhookConfiguration that sends the policy's
 // workloads to Orderly's webhook: the same rules, namespaces and bare-pods-only
 // condition as the MutatingAdmissionPolicy it stands in for.
-func compileWebhook(p *policyv1alpha1.LabelPolicy, e *WebhookEndpoint) *admissionv1.MutatingWebhookConfiguration {
+func compileWebhook(p *policyv1alpha1.LabelPolicy, e *admission.Endpoint) *admissionv1.MutatingWebhookConfiguration {
 	var rules []admissionv1.RuleWithOperations
 	for _, r := range matchConstraints(p).ResourceRules {
 		rules = append(rules, r.RuleWithOperations)

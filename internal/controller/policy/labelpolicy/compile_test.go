@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/admission"
 )
 
 func testPolicy(action policyv1alpha1.Action, mod ...func(*policyv1alpha1.LabelPolicy)) *policyv1alpha1.LabelPolicy {
@@ -45,7 +46,7 @@ func TestCompileObjects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Compile(tc.p, tc.mode, &WebhookEndpoint{URL: "https://127.0.0.1:9443"})
+			c := Compile(tc.p, tc.mode, &admission.Endpoint{URL: "https://127.0.0.1:9443"})
 			if wantWebhook := tc.mode == webhook; (c.Webhook != nil) != wantWebhook {
 				t.Fatalf("webhook configuration = %v, want %v", c.Webhook != nil, wantWebhook)
 			}
@@ -222,7 +223,7 @@ func TestCompileWebhook(t *testing.T) {
 		p.Spec.Match.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 	})
 	t.Run("url", func(t *testing.T) {
-		c := Compile(p, policyv1alpha1.AdmissionModeWebhook, &WebhookEndpoint{URL: "https://127.0.0.1:9443/", CABundle: []byte("ca")})
+		c := Compile(p, policyv1alpha1.AdmissionModeWebhook, &admission.Endpoint{URL: "https://127.0.0.1:9443/", CABundle: []byte("ca")})
 		if c.MAP != nil || c.Webhook == nil || len(c.Webhook.Webhooks) != 1 {
 			t.Fatalf("MAP %v, webhook %v", c.MAP, c.Webhook)
 		}
@@ -244,7 +245,7 @@ func TestCompileWebhook(t *testing.T) {
 		}
 	})
 	t.Run("service", func(t *testing.T) {
-		c := Compile(p, policyv1alpha1.AdmissionModeWebhook, &WebhookEndpoint{
+		c := Compile(p, policyv1alpha1.AdmissionModeWebhook, &admission.Endpoint{
 			Service:       &admissionv1.ServiceReference{Namespace: "orderly-system", Name: "orderly-webhook", Port: ptr(int32(443))},
 			FailurePolicy: admissionv1.Fail, TimeoutSeconds: 3,
 		})
@@ -258,7 +259,7 @@ func TestCompileWebhook(t *testing.T) {
 		}
 	})
 	t.Run("deny needs no webhook", func(t *testing.T) {
-		c := Compile(testPolicy(policyv1alpha1.ActionDeny), policyv1alpha1.AdmissionModeWebhook, &WebhookEndpoint{URL: "https://x"})
+		c := Compile(testPolicy(policyv1alpha1.ActionDeny), policyv1alpha1.AdmissionModeWebhook, &admission.Endpoint{URL: "https://x"})
 		if c.Webhook != nil {
 			t.Error("a Deny policy got a webhook configuration")
 		}

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/admission"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
 
@@ -41,14 +42,14 @@ type Reconciler struct {
 	// APIReader lists workloads page by page straight from the API server, so the
 	// cache never holds every workload of the cluster.
 	APIReader client.Reader
-	Recorder  events.EventRecorder
+	Recorder  kit.Recorder
 	// AuditInterval is the time between audits; DefaultAuditInterval when zero.
 	AuditInterval time.Duration
-	// Mutation says how missing labels are filled in; MutationAuto when empty.
-	Mutation MutationMode
+	// Mutation says how missing labels are filled in; admission.Auto when empty.
+	Mutation admission.Mode
 	// Webhook is how the API server reaches Orderly's mutating webhook; nil when the
 	// manager serves none. Its CABundle is filled in from WebhookCABundle.
-	Webhook *WebhookEndpoint
+	Webhook *admission.Endpoint
 	// WebhookCABundle returns the CA certificate of the webhook's serving certificate,
 	// read at every reconcile so that a renewed CA reaches the configurations.
 	WebhookCABundle func() ([]byte, error)
@@ -87,13 +88,23 @@ type auditMark struct {
 // +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=list;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// CacheByObject narrows the manager's cache to the admission objects Orderly manages.
-// The MutatingAdmissionPolicy kinds are left out on purpose: naming a kind here makes
-// the manager fail to start on an API server that does not serve it, and a cluster
-// holds few MutatingAdmissionPolicies.
-func CacheByObject() map[client.Object]cache.ByObject {
+// Controller is the LabelPolicy controller as the manager runs it.
+var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
+
+// Setup builds the reconciler and registers it with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-labelpolicy")),
+		Mutation: deps.Admission.Mode, Webhook: deps.Admission.Webhook, WebhookCABundle: deps.Admission.CABundle}
+	return r.SetupWithManager(ctx, mgr, deps.Options)
+}
+
+// Cache narrows the manager's cache to the admission objects Orderly manages. The
+// MutatingAdmissionPolicy kinds are left out on purpose: naming a kind here makes the
+// manager fail to start on an API server that does not serve it, and a cluster holds
+// few MutatingAdmissionPolicies.
+func Cache() kit.CacheRules {
 	managed := cache.ByObject{Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.ManagedBy: labels.ManagedByValue})}
-	return map[client.Object]cache.ByObject{
+	return kit.CacheRules{
 		&admissionv1.ValidatingAdmissionPolicy{}:        managed,
 		&admissionv1.ValidatingAdmissionPolicyBinding{}: managed,
 		&admissionv1.MutatingWebhookConfiguration{}:     managed,
@@ -103,19 +114,19 @@ func CacheByObject() map[client.Object]cache.ByObject {
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if r.Mutation == "" {
-		r.Mutation = MutationAuto
+		r.Mutation = admission.Auto
 	}
-	served, err := ServesMutatingAdmissionPolicy(mgr.GetConfig())
+	served, err := admission.ServesMutatingAdmissionPolicy(mgr.GetConfig())
 	if err != nil {
 		return err
 	}
-	if r.Mutation == MutationNative && !served {
+	if r.Mutation == admission.Native && !served {
 		return fmt.Errorf("LabelPolicy mutation mode %q: the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy", r.Mutation)
 	}
 	if r.Webhook != nil && r.WebhookCABundle == nil {
 		return errors.New("a LabelPolicy webhook endpoint needs WebhookCABundle")
 	}
-	if r.Mutation == MutationWebhook && r.Webhook == nil {
+	if r.Mutation == admission.Webhook && r.Webhook == nil {
 		return fmt.Errorf("LabelPolicy mutation mode %q needs a webhook endpoint", r.Mutation)
 	}
 	r.mapServed.Store(served)
@@ -254,9 +265,7 @@ func (r *Reconciler) lastAudit(p *policyv1alpha1.LabelPolicy) (time.Time, bool) 
 	return p.Status.LastAuditTime.Time, false
 }
 
-// eventf records an Event on the policy; a nil Recorder (unit tests) records nothing.
+// eventf records an Event on the policy.
 func (r *Reconciler) eventf(p *policyv1alpha1.LabelPolicy, typ, reason, action, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(p, nil, typ, reason, action, format, args...)
-	}
+	r.Recorder.Eventf(p, nil, typ, reason, action, format, args...)
 }

@@ -2,12 +2,9 @@ package labelpolicy
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -16,72 +13,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/admission"
 )
-
-// MutationMode says how missing labels are filled in at admission (the manager's
-// --labelpolicy-mutation flag).
-type MutationMode string
-
-const (
-	// MutationAuto uses MutatingAdmissionPolicy where the API server serves it, else
-	// Orderly's webhook when one is configured, else validates only.
-	MutationAuto MutationMode = "auto"
-	// MutationNative always uses MutatingAdmissionPolicy.
-	MutationNative MutationMode = "native"
-	// MutationWebhook always uses Orderly's webhook, even where MutatingAdmissionPolicy
-	// is served (for benchmarks, and for clusters that keep it switched off).
-	MutationWebhook MutationMode = "webhook"
-	// MutationOff fills nothing in: Default policies reject missing labels.
-	MutationOff MutationMode = "off"
-)
-
-// ParseMutationMode checks a --labelpolicy-mutation value.
-func ParseMutationMode(s string) (MutationMode, error) {
-	switch m := MutationMode(s); m {
-	case MutationAuto, MutationNative, MutationWebhook, MutationOff:
-		return m, nil
-	case "":
-		return MutationAuto, nil
-	default:
-		return "", fmt.Errorf("unknown LabelPolicy mutation mode %q: use auto, native, webhook or off", s)
-	}
-}
 
 // DefaultDiscoveryInterval is how often the API server is asked again whether it
 // serves MutatingAdmissionPolicy.
 const DefaultDiscoveryInterval = time.Minute
 
-// ServesMutatingAdmissionPolicy asks the API server's discovery whether it serves
-// MutatingAdmissionPolicy at admissionregistration.k8s.io/v1.
-func ServesMutatingAdmissionPolicy(cfg *rest.Config) (bool, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return false, err
-	}
-	list, err := dc.ServerResourcesForGroupVersion(admissionv1.SchemeGroupVersion.String())
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("discovering admissionregistration.k8s.io/v1: %w", err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == "mutatingadmissionpolicies" {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 // admissionMode is how a policy that needs mutating is enforced right now.
 func (r *Reconciler) admissionMode() string {
 	served := r.mapServed.Load()
 	switch r.Mutation {
-	case MutationOff:
+	case admission.Off:
 		return policyv1alpha1.AdmissionModeValidationOnly
-	case MutationWebhook:
+	case admission.Webhook:
 		return policyv1alpha1.AdmissionModeWebhook
-	case MutationNative:
+	case admission.Native:
 		if served {
 			return policyv1alpha1.AdmissionModeNative
 		}
@@ -136,7 +83,7 @@ func (d *discoveryWatcher) Start(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		served, err := ServesMutatingAdmissionPolicy(d.cfg)
+		served, err := admission.ServesMutatingAdmissionPolicy(d.cfg)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "Asking the API server whether it serves MutatingAdmissionPolicy")
 			continue

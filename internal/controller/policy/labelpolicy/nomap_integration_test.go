@@ -10,13 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/admission"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/testenv"
 )
 
@@ -25,28 +23,14 @@ import (
 // labels cannot be filled in, and a Default policy still rejects a missing label.
 func TestWithoutMutatingAdmissionPolicy(t *testing.T) {
 	g := NewWithT(t)
-	env, cfg, err := testenv.StartWithoutMutatingAdmissionPolicy()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
+	env := testenv.StartForTest(t, testenv.WithoutMutatingAdmissionPolicy())
 
-	served, err := ServesMutatingAdmissionPolicy(cfg)
+	served, err := admission.ServesMutatingAdmissionPolicy(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(served).To(BeFalse(), "the API server still serves MutatingAdmissionPolicy")
 
-	c, err := client.New(cfg, client.Options{Scheme: k.Scheme()})
-	g.Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  k.Scheme(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cache.Options{ByObject: CacheByObject()},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
-	skip := true
-	g.Expect(r.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip})).To(Succeed())
-	go func() { _ = mgr.Start(ctx) }()
+	c, ctx := env.Client, context.Background()
+	env.StartManagerForTest(t, kit.Deps{}, []kit.Controller{Controller})
 
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nomap", Labels: map[string]string{"test": "nomap", "cc-nomap": "from-ns"}}})).To(Succeed())
 	p := newPolicy("nomap", "cc-nomap", policyv1alpha1.ActionDefault)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/admission"
 )
 
 // Condition reasons.
@@ -82,7 +83,7 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 	if obs.admissionErr != nil {
 		set(policyv1alpha1.ConditionAdmissionReady, metav1.ConditionFalse, ReasonApplyFailed, obs.admissionErr.Error())
 	} else {
-		c := Compile(p, obs.mode, &WebhookEndpoint{})
+		c := Compile(p, obs.mode, &admission.Endpoint{})
 		what := "The ValidatingAdmissionPolicy"
 		switch {
 		case c.MAP != nil:

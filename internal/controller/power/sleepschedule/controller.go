@@ -14,7 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // Name is the controller's name, as given to --controllers.
@@ -40,27 +41,15 @@ const finalizer = "power.orderly.dev/wake"
 // (or a missed timer) is corrected within this time.
 const maxRequeue = 15 * time.Minute
 
-// Clock tells the time; tests inject a fake one.
-type Clock interface {
-	Now() time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-// RealClock is the wall clock.
-var RealClock Clock = realClock{}
-
 // Reconciler reconciles SleepSchedules.
 type Reconciler struct {
 	client.Client
 	// APIReader reads straight from the API server, to retry a status write against
 	// the latest version; the cached client when nil.
 	APIReader client.Reader
-	Recorder  events.EventRecorder
-	// Clock is the time the schedule is evaluated at; RealClock when nil.
-	Clock Clock
+	Recorder  kit.Recorder
+	// Clock is the time the schedule is evaluated at; the wall clock when nil.
+	Clock clock.PassiveClock
 	// Writers is how many workload writes one reconcile makes at once (default 16);
 	// the process-wide client rate limiter bounds them together.
 	Writers int
@@ -75,12 +64,22 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// CacheByObject narrows the manager's cache to what this controller needs. Workloads
-// are cached in full (a new one in a sleeping namespace must be seen), without their
+// Controller is the SleepSchedule controller as the manager runs it.
+var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
+
+// Setup builds the reconciler and registers it with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-sleepschedule")),
+		Clock: deps.ClockOrReal(), Writers: 4 * max(deps.Options.MaxConcurrentReconciles, 1)}
+	return r.SetupWithManager(ctx, mgr, deps.Options)
+}
+
+// Cache narrows the manager's cache to what this controller needs. Workloads are
+// cached in full (a new one in a sleeping namespace must be seen), without their
 // managed fields, which this controller never reads.
-func CacheByObject() map[client.Object]cache.ByObject {
+func Cache() kit.CacheRules {
 	strip := cache.ByObject{Transform: cache.TransformStripManagedFields()}
-	return map[client.Object]cache.ByObject{
+	return kit.CacheRules{
 		&appsv1.Deployment{}:                     strip,
 		&appsv1.StatefulSet{}:                    strip,
 		&batchv1.CronJob{}:                       strip,
@@ -96,9 +95,9 @@ func (r *Reconciler) apiReader() client.Reader {
 	return r.APIReader
 }
 
-func (r *Reconciler) clock() Clock {
+func (r *Reconciler) clock() clock.PassiveClock {
 	if r.Clock == nil {
-		return RealClock
+		return clock.RealClock{}
 	}
 	return r.Clock
 }

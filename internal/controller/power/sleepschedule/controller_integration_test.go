@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
@@ -239,7 +240,7 @@ func TestValidationRefusesBadInput(t *testing.T) {
 }
 
 func TestSleepAndWakeRestoresExactly(t *testing.T) {
-	clk := &fakeClock{now: wedNoon}
+	clk := clocktesting.NewFakePassiveClock(wedNoon)
 	startManager(t, clk)
 	ns := "sleep-wake"
 	namespace(t, ns, nil)
@@ -261,7 +262,7 @@ func TestSleepAndWakeRestoresExactly(t *testing.T) {
 	g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(3))
 
 	// Evening: everything targeted goes to sleep.
-	clk.Set(wedEvening)
+	clk.SetTime(wedEvening)
 	poke(t, s.Name)
 	got = waitState(t, s.Name, powerv1alpha1.StateAsleep, 4)
 	g.Expect(got.Status.NextTransition.Time).To(BeTemporally("==", thuMorning))
@@ -295,7 +296,7 @@ func TestSleepAndWakeRestoresExactly(t *testing.T) {
 	waitState(t, s.Name, powerv1alpha1.StateAsleep, 5)
 
 	// Morning: everything comes back exactly as it was.
-	clk.Set(thuMorning)
+	clk.SetTime(thuMorning)
 	poke(t, s.Name)
 	got = waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
 	g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(3))
@@ -323,7 +324,7 @@ func TestSleepAndWakeRestoresExactly(t *testing.T) {
 func TestDaylightSavingTime(t *testing.T) {
 	// Berlin moves its clocks forward on Sunday 2026-03-29: Friday's 18:00 is 17:00
 	// UTC, Monday's 08:00 is 06:00 UTC.
-	clk := &fakeClock{now: mustTime("2026-03-27T16:30:00Z")}
+	clk := clocktesting.NewFakePassiveClock(mustTime("2026-03-27T16:30:00Z"))
 	startManager(t, clk)
 	ns := "dst"
 	namespace(t, ns, nil)
@@ -332,23 +333,23 @@ func TestDaylightSavingTime(t *testing.T) {
 	got := waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
 	NewWithT(t).Expect(got.Status.NextTransition.Time).To(BeTemporally("==", mustTime("2026-03-27T17:00:00Z")))
 
-	clk.Set(mustTime("2026-03-27T17:00:00Z"))
+	clk.SetTime(mustTime("2026-03-27T17:00:00Z"))
 	poke(t, s.Name)
 	got = waitState(t, s.Name, powerv1alpha1.StateAsleep, 1)
 	NewWithT(t).Expect(got.Status.NextTransition.Time).To(BeTemporally("==", mustTime("2026-03-30T06:00:00Z")))
 
 	// 07:59 summer time on Monday is still asleep; 08:00 wakes.
-	clk.Set(mustTime("2026-03-30T05:59:00Z"))
+	clk.SetTime(mustTime("2026-03-30T05:59:00Z"))
 	poke(t, s.Name)
 	consistently(t, func(g Gomega) { g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(0)) })
-	clk.Set(mustTime("2026-03-30T06:00:00Z"))
+	clk.SetTime(mustTime("2026-03-30T06:00:00Z"))
 	poke(t, s.Name)
 	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
 	NewWithT(t).Expect(replicas(NewWithT(t), ns, "web")).To(BeEquivalentTo(2))
 }
 
 func TestRestartMidSleepAndMissedTransition(t *testing.T) {
-	clk := &fakeClock{now: wedEvening}
+	clk := clocktesting.NewFakePassiveClock(wedEvening)
 	stop := startManager(t, clk)
 	ns := "restart"
 	namespace(t, ns, nil)
@@ -358,7 +359,7 @@ func TestRestartMidSleepAndMissedTransition(t *testing.T) {
 
 	// The operator is down across 08:00; nothing it remembered survives.
 	stop()
-	clk.Set(thuNoon)
+	clk.SetTime(thuNoon)
 	consistently(t, func(g Gomega) { g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(0)) })
 
 	// A new manager catches up as soon as it runs, from what is on the workload.
@@ -373,7 +374,7 @@ func TestRestartMidSleepAndMissedTransition(t *testing.T) {
 }
 
 func TestManualChangeWhileAsleepIsLeftAlone(t *testing.T) {
-	clk := &fakeClock{now: wedEvening}
+	clk := clocktesting.NewFakePassiveClock(wedEvening)
 	startManager(t, clk)
 	ns := "manual"
 	namespace(t, ns, nil)
@@ -399,7 +400,7 @@ func TestManualChangeWhileAsleepIsLeftAlone(t *testing.T) {
 	})
 
 	// Waking restores the other workload and keeps the owner's choice.
-	clk.Set(thuMorning)
+	clk.SetTime(thuMorning)
 	poke(t, s.Name)
 	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
 	g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(3))
@@ -410,7 +411,7 @@ func TestManualChangeWhileAsleepIsLeftAlone(t *testing.T) {
 }
 
 func TestTwoSchedulesOnOneNamespace(t *testing.T) {
-	clk := &fakeClock{now: wedEvening}
+	clk := clocktesting.NewFakePassiveClock(wedEvening)
 	startManager(t, clk)
 	ns := "shared"
 	namespace(t, ns, map[string]string{"env": "dev"})
@@ -451,7 +452,7 @@ func TestTwoSchedulesOnOneNamespace(t *testing.T) {
 }
 
 func TestWakeUntilSuspendAndDryRun(t *testing.T) {
-	clk := &fakeClock{now: wedEvening}
+	clk := clocktesting.NewFakePassiveClock(wedEvening)
 	startManager(t, clk)
 	ns := "ondemand"
 	namespace(t, ns, nil)
@@ -467,13 +468,13 @@ func TestWakeUntilSuspendAndDryRun(t *testing.T) {
 	NewWithT(t).Expect(got.Status.NextTransition.Time).To(BeTemporally("==", wedEvening.Add(2*time.Hour)))
 	NewWithT(t).Expect(replicas(NewWithT(t), ns, "web")).To(BeEquivalentTo(2))
 	// The wake ends by itself.
-	clk.Set(wedEvening.Add(2 * time.Hour))
+	clk.SetTime(wedEvening.Add(2 * time.Hour))
 	poke(t, s.Name)
 	waitState(t, s.Name, powerv1alpha1.StateAsleep, 1)
 
 	// Suspended: the morning changes nothing.
 	setSpec(t, s.Name, func(s *powerv1alpha1.SleepScheduleSpec) { s.Suspend = true })
-	clk.Set(thuNoon)
+	clk.SetTime(thuNoon)
 	poke(t, s.Name)
 	eventually(t, func(g Gomega) {
 		got := getSchedule(g, s.Name)
@@ -487,7 +488,7 @@ func TestWakeUntilSuspendAndDryRun(t *testing.T) {
 
 	// Dry run: reports what would sleep, changes nothing.
 	setSpec(t, s.Name, func(s *powerv1alpha1.SleepScheduleSpec) { s.DryRun = true })
-	clk.Set(mustTime("2026-12-03T19:00:00Z"))
+	clk.SetTime(mustTime("2026-12-03T19:00:00Z"))
 	poke(t, s.Name)
 	eventually(t, func(g Gomega) {
 		got := getSchedule(g, s.Name)
@@ -500,7 +501,7 @@ func TestWakeUntilSuspendAndDryRun(t *testing.T) {
 }
 
 func TestHPAIsPinnedAndRestored(t *testing.T) {
-	clk := &fakeClock{now: wedNoon}
+	clk := clocktesting.NewFakePassiveClock(wedNoon)
 	startManager(t, clk)
 	ns := "hpa"
 	namespace(t, ns, nil)
@@ -516,7 +517,7 @@ func TestHPAIsPinnedAndRestored(t *testing.T) {
 	s := newSchedule("hpa", ns).with(func(s *powerv1alpha1.SleepScheduleSpec) { s.Targets.SleepReplicas = 1 }).create(t)
 	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
 
-	clk.Set(wedEvening)
+	clk.SetTime(wedEvening)
 	poke(t, s.Name)
 	waitState(t, s.Name, powerv1alpha1.StateAsleep, 1)
 	eventually(t, func(g Gomega) {
@@ -526,7 +527,7 @@ func TestHPAIsPinnedAndRestored(t *testing.T) {
 	})
 	NewWithT(t).Expect(replicas(NewWithT(t), ns, "web")).To(BeEquivalentTo(1))
 
-	clk.Set(thuMorning)
+	clk.SetTime(thuMorning)
 	poke(t, s.Name)
 	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
 	eventually(t, func(g Gomega) {
@@ -539,7 +540,7 @@ func TestHPAIsPinnedAndRestored(t *testing.T) {
 }
 
 func TestDeletingTheScheduleWakesEverything(t *testing.T) {
-	clk := &fakeClock{now: wedEvening}
+	clk := clocktesting.NewFakePassiveClock(wedEvening)
 	startManager(t, clk)
 	ns := "deleted"
 	namespace(t, ns, nil)
@@ -554,7 +555,7 @@ func TestDeletingTheScheduleWakesEverything(t *testing.T) {
 }
 
 func TestRemovingANamespaceFromTheScheduleWakesIt(t *testing.T) {
-	clk := &fakeClock{now: wedEvening}
+	clk := clocktesting.NewFakePassiveClock(wedEvening)
 	startManager(t, clk)
 	namespace(t, "sel-a", map[string]string{"sleep": "yes"})
 	namespace(t, "sel-b", map[string]string{"sleep": "yes"})

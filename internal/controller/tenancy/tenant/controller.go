@@ -12,7 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
 
@@ -44,7 +44,16 @@ type Reconciler struct {
 	// APIReader reads straight from the API server, for objects the cache does not
 	// hold (children that Orderly did not create).
 	APIReader client.Reader
-	Recorder  events.EventRecorder
+	Recorder  kit.Recorder
+}
+
+// Controller is the Tenant controller as the manager runs it.
+var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
+
+// Setup builds the reconciler and registers it with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-tenant"))}
+	return r.SetupWithManager(ctx, mgr, deps.Options)
 }
 
 // +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants,verbs=get;list;watch;update;patch
@@ -57,11 +66,11 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;roles,verbs=bind
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// CacheByObject narrows the manager's cache to what this controller needs: of the
+// Cache narrows the manager's cache to what this controller needs: of the
 // namespaced kinds it writes, only the objects Orderly manages.
-func CacheByObject() map[client.Object]cache.ByObject {
+func Cache() kit.CacheRules {
 	managed := cache.ByObject{Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.ManagedBy: labels.ManagedByValue})}
-	return map[client.Object]cache.ByObject{
+	return kit.CacheRules{
 		&rbacv1.RoleBinding{}:         managed,
 		&corev1.ResourceQuota{}:       managed,
 		&corev1.LimitRange{}:          managed,

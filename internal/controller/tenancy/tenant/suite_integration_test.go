@@ -3,23 +3,12 @@
 package tenant
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/testenv"
 )
 
@@ -28,43 +17,10 @@ import (
 var k client.Client
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
-	env, cfg, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the test API server:", err)
-		os.Exit(1)
-	}
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(tenancyv1alpha1.AddToScheme(scheme))
-	k, err = client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		panic(err)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cache.Options{ByObject: CacheByObject()},
+	testenv.Main(m, func(e *testenv.Env) (func(), error) {
+		k = e.Client
+		return e.StartManager(kit.Deps{}, []kit.Controller{Controller})
 	})
-	if err != nil {
-		panic(err)
-	}
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("orderly-tenant")}
-	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
-		panic(err)
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			panic(err)
-		}
-	}()
-
-	code := m.Run()
-	cancel()
-	_ = env.Stop()
-	os.Exit(code)
 }
 
 const (

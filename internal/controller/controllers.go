@@ -1,0 +1,21 @@
+// Package controller lists every controller of Orderly. Each lives in its own package
+// below this one and exports a kit.Controller.
+package controller
+
+import (
+	"orderly.dev/orderly/internal/controller/data/databaseserver"
+	"orderly.dev/orderly/internal/controller/data/devdatabase"
+	"orderly.dev/orderly/internal/controller/policy/labelpolicy"
+	"orderly.dev/orderly/internal/controller/power/sleepschedule"
+	"orderly.dev/orderly/internal/controller/tenancy/tenant"
+	"orderly.dev/orderly/internal/kit"
+)
+
+// All is every controller, by name; `orderly manager --controllers` picks from it.
+var All = []kit.Controller{
+	databaseserver.Controller,
+	devdatabase.Controller,
+	labelpolicy.Controller,
+	sleepschedule.Controller,
+	tenant.Controller,
+}

@@ -1,0 +1,87 @@
+package kit
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		n    int
+		want string
+	}{
+		{"short enough", "hello", 5, "hello"},
+		{"cut ascii", "hello world", 8, "hello..."},
+		{"never splits a character", "ab€€€", 7, "ab..."}, // € is 3 bytes: a cut after 4 bytes would split the first one
+		{"keeps a whole character", "ab€€€", 8, "ab€..."},
+		{"tiny limit", "hello", 2, ".."},
+		{"zero", "hello", 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Truncate(tt.in, tt.n)
+			if got != tt.want {
+				t.Errorf("Truncate(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+			}
+			if len(got) > tt.n || !utf8.ValidString(got) {
+				t.Errorf("Truncate(%q, %d) = %q: %d bytes, valid UTF-8 %v", tt.in, tt.n, got, len(got), utf8.ValidString(got))
+			}
+		})
+	}
+}
+
+func TestFirstN(t *testing.T) {
+	names := []string{"a", "b", "c", "d", "e"}
+	tests := []struct {
+		n    int
+		want string
+	}{
+		{5, "a, b, c, d, e"},
+		{10, "a, b, c, d, e"},
+		{2, "a, b and 3 more"},
+	}
+	for _, tt := range tests {
+		if got := FirstN(names, tt.n); got != tt.want {
+			t.Errorf("FirstN(%v, %d) = %q, want %q", names, tt.n, got, tt.want)
+		}
+	}
+	if got := Bounded(names, 2); len(got) != 2 || got[1] != "b" {
+		t.Errorf("Bounded(names, 2) = %v", got)
+	}
+	if got := Bounded(names, 9); len(got) != 5 {
+		t.Errorf("Bounded(names, 9) = %v", got)
+	}
+}
+
+func TestConditionsStampGenerationAndKeepTransitionTime(t *testing.T) {
+	var list []metav1.Condition
+	c := ConditionsOf(&list, 3)
+	c.True("Ready", "Fine", "all good")
+	first := meta.FindStatusCondition(list, "Ready")
+	if first == nil || first.ObservedGeneration != 3 || first.Status != metav1.ConditionTrue || first.Reason != "Fine" {
+		t.Fatalf("Ready = %+v", first)
+	}
+	since := first.LastTransitionTime
+
+	ConditionsOf(&list, 4).True("Ready", "StillFine", "still good")
+	again := meta.FindStatusCondition(list, "Ready")
+	if again.ObservedGeneration != 4 || again.Reason != "StillFine" || !again.LastTransitionTime.Equal(&since) {
+		t.Errorf("a condition whose status stays keeps its transition time: %+v (was %v)", again, since)
+	}
+
+	ConditionsOf(&list, 4).False("Ready", "Broken", strings.Repeat("é", MaxConditionMessage))
+	broken := meta.FindStatusCondition(list, "Ready")
+	if len(broken.Message) > MaxConditionMessage || !utf8.ValidString(broken.Message) {
+		t.Errorf("message of %d bytes, valid UTF-8 %v", len(broken.Message), utf8.ValidString(broken.Message))
+	}
+	ConditionsOf(&list, 4).Unknown("Other", "Pending", "")
+	if len(list) != 2 {
+		t.Errorf("conditions = %d, want 2", len(list))
+	}
+}

@@ -1,0 +1,46 @@
+package kit
+
+import (
+	"context"
+
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"orderly.dev/orderly/internal/admission"
+	"orderly.dev/orderly/internal/controller/data/engine"
+)
+
+// Controller is one of Orderly's controllers as the manager runs it. Every controller
+// package exports one: its Name (what --controllers takes), the cache rules for the
+// kinds it reads, and Setup.
+type Controller struct {
+	Name string
+	// Cache narrows what the shared cache holds of the kinds the controller reads;
+	// nil when it needs nothing narrowed.
+	Cache func() CacheRules
+	// Setup builds the controller's reconciler from deps and registers it with mgr.
+	Setup func(ctx context.Context, mgr ctrl.Manager, deps Deps) error
+}
+
+// Deps is what the manager hands every controller.
+type Deps struct {
+	// Options configure each controller (workers, backoff).
+	Options controller.Options
+	// Clock is the time every controller reads; tests inject a fake one.
+	Clock clock.PassiveClock
+	// Databases connects the data controllers to database servers. The manager makes
+	// one, shared by the controllers, and closes it when it stops.
+	Databases engine.Connector
+	// Admission is how admission-enforcing controllers mutate, and reach Orderly's
+	// webhook server.
+	Admission admission.Config
+}
+
+// ClockOrReal is d's clock, or the wall clock when none is set.
+func (d Deps) ClockOrReal() clock.PassiveClock {
+	if d.Clock == nil {
+		return clock.RealClock{}
+	}
+	return d.Clock
+}

@@ -1,0 +1,22 @@
+// Package kit is what every Orderly controller shares, so that each is written the
+// same way and holds only its own logic: status and finalizer writes guarded by an
+// optimistic lock, conditions, Events, server-side apply, per-object metrics, the
+// shared cache's narrowing, and the dependencies the manager hands to controllers.
+//
+// A reconcile on the kit reads:
+//
+//	obj := &v1alpha1.Thing{}
+//	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+//		if apierrors.IsNotFound(err) { series.Forget(req.NamespacedName) }
+//		return ctrl.Result{}, client.IgnoreNotFound(err)
+//	}
+//	if !obj.DeletionTimestamp.IsZero() { ...cleanup; kit.RemoveFinalizer(...) }
+//	if err := kit.AddFinalizer(ctx, r.Client, r.APIReader, obj, finalizer); err != nil { ... }
+//	obs := r.observeAndConverge(ctx, obj)  // the controller's own phases
+//	err := kit.PatchStatus(ctx, r.Client, r.APIReader, obj, func(o *v1alpha1.Thing) {
+//		o.Status = computeStatus(o, obs) // pure: derived from o and what was observed
+//	})
+//
+// It is a kit, not a framework: a controller calls what it needs and keeps its own
+// Reconcile.
+package kit

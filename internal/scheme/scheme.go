@@ -1,0 +1,25 @@
+// Package scheme builds the runtime.Scheme that knows Kubernetes' built-in kinds and
+// every Orderly kind: the manager, the CLI, and the tests all use it.
+package scheme
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+)
+
+// New returns a scheme with Kubernetes' built-in kinds and every Orderly kind.
+func New() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(tenancyv1alpha1.AddToScheme(s))
+	utilruntime.Must(policyv1alpha1.AddToScheme(s))
+	utilruntime.Must(datav1alpha1.AddToScheme(s))
+	utilruntime.Must(powerv1alpha1.AddToScheme(s))
+	return s
+}
