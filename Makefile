@@ -19,7 +19,7 @@ ASSETS = $(shell $(ORDERLY) dev assets)
 
 .PHONY: help
 help: ## Show the targets.
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 ##@ The two commands
 .PHONY: run
@@ -30,7 +30,31 @@ run: build ## Start the local cluster (and a local PostgreSQL if installed), app
 	$(ORDERLY) manager --kubeconfig "$$($(ORDERLY) dev kubeconfig)" --leader-elect=false --log-format console --metrics-bind-address :18080 --health-probe-bind-address :18081
 
 .PHONY: test
-test: verify lint unit integration e2e ## Run every check and all three test tiers.
+test: prerequisites verify lint unit integration e2e ## Install what the tests need, run every check and all three test tiers.
+
+##@ Prerequisites
+# Everything else `make test` needs (the Kubernetes binaries, controller-gen,
+# golangci-lint) is built from the Go module proxy; PostgreSQL's server, used by the
+# DevDatabase integration and e2e tests, comes from the system's packages. Where it is
+# found is the same rule as internal/localpg's.
+POSTGRES_INSTALL := sudo apt-get install -y postgresql
+
+.PHONY: prerequisites
+prerequisites: ## Install PostgreSQL's server for the tests when it is missing (apt-get, as root); otherwise say how.
+	@if [ -n "$${ORDERLY_POSTGRES_BIN_DIR:-}" ]; then \
+		test -x "$$ORDERLY_POSTGRES_BIN_DIR/initdb" || { echo "ORDERLY_POSTGRES_BIN_DIR=$$ORDERLY_POSTGRES_BIN_DIR holds no initdb"; exit 1; }; \
+	elif ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "Installing PostgreSQL (Debian's postgresql package) for the tests"; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql; \
+			compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || { echo "apt-get installed postgresql but no /usr/lib/postgresql/*/bin/initdb is there"; exit 1; }; \
+		else \
+			echo "The tests need PostgreSQL's server binaries. Install them with: $(POSTGRES_INSTALL)"; \
+			echo "(or set ORDERLY_POSTGRES_BIN_DIR to a directory holding initdb, pg_ctl and postgres)"; \
+			exit 1; \
+		fi; \
+	fi
 
 ##@ Build
 .PHONY: build

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -19,20 +21,17 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"orderly.dev/orderly/internal/admission"
 	controllers "orderly.dev/orderly/internal/controller"
 	"orderly.dev/orderly/internal/controller/data/engine/postgres"
-	"orderly.dev/orderly/internal/controller/policy/labelpolicy"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/scheme"
 	"orderly.dev/orderly/internal/version"
+	orderlywebhook "orderly.dev/orderly/internal/webhook"
 )
 
 // controllerNames lists every controller by the name --controllers takes.
@@ -145,8 +144,8 @@ func runManager(ctx context.Context, o managerOptions) error {
 	if err != nil {
 		return err
 	}
-	mode, err := o.webhook.validate()
-	if err != nil {
+	webhookOpts := o.webhook.options()
+	if _, err := webhookOpts.Validate(); err != nil {
 		return err
 	}
 	cfg, err := restConfig(o.kubeconfig)
@@ -170,29 +169,19 @@ func runManager(ctx context.Context, o managerOptions) error {
 	// manager stops.
 	databases := postgres.NewConnector()
 	defer databases.Close()
+	admissionServer, err := orderlywebhook.Prepare(ctx, cfg, webhookOpts, namespace, selected)
+	if err != nil {
+		return err
+	}
 	deps := kit.Deps{
 		Options:   controller.Options{MaxConcurrentReconciles: o.concurrency},
 		Clock:     clock.RealClock{},
 		Databases: databases,
-		Admission: admission.Config{Mode: mode},
-	}
-	var webhookOpts webhook.Options
-	var lpWebhook *labelPolicyWebhook
-	if slices.ContainsFunc(selected, func(c kit.Controller) bool { return c.Name == labelpolicy.Name }) {
-		direct, err := client.New(cfg, client.Options{Scheme: scheme})
-		if err != nil {
-			return err
-		}
-		if lpWebhook, webhookOpts, err = prepareLabelPolicyWebhook(ctx, cfg, direct, mode, &o.webhook, namespace); err != nil {
-			return err
-		}
-		if lpWebhook != nil {
-			deps.Admission.Webhook, deps.Admission.CABundle = lpWebhook.endpoint, lpWebhook.caBundle
-		}
+		Admission: admissionServer.Admission,
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		WebhookServer:                 webhook.NewServer(webhookOpts),
+		WebhookServer:                 admissionServer.NewServer(),
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
@@ -208,16 +197,13 @@ func runManager(ctx context.Context, o managerOptions) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Ready means the caches have synced: a replica that answers before then would
+	// take webhook requests, and tell tests and benchmarks it is running, too early.
+	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr)); err != nil {
 		return err
 	}
-	if lpWebhook != nil {
-		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
-			return err
-		}
-		if err := lpWebhook.register(mgr); err != nil {
-			return err
-		}
+	if err := admissionServer.Register(ctx, mgr); err != nil {
+		return err
 	}
 	for _, c := range selected {
 		if err := c.Setup(ctx, mgr, deps); err != nil {
@@ -227,4 +213,16 @@ func runManager(ctx context.Context, o managerOptions) error {
 	slices.Sort(o.controllers)
 	log.Info("Starting manager", "version", version.Version, "controllers", o.controllers, "leaderElection", o.leaderElect)
 	return mgr.Start(ctx)
+}
+
+// cachesSynced is a readiness check that passes once the manager's caches have synced.
+func cachesSynced(mgr ctrl.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("caches have not synced yet")
+		}
+		return nil
+	}
 }

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/controller/power/sleepschedule"
+	"orderly.dev/orderly/internal/scheme"
 )
 
 func newSleepCommand() *cobra.Command {
@@ -34,8 +31,12 @@ func newSleepCommand() *cobra.Command {
 			if forDuration <= 0 {
 				return fmt.Errorf("--for must be a positive duration such as 30m or 2h")
 			}
-			until := time.Now().Add(forDuration).UTC().Truncate(time.Second)
-			if err := setWakeUntil(cmd.Context(), kubeconfig, args[0], &until); err != nil {
+			c, err := sleepClient(kubeconfig)
+			if err != nil {
+				return err
+			}
+			until, err := sleepschedule.WakeFor(cmd.Context(), c, args[0], time.Now(), forDuration)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "sleepschedule/%s awake until %s (%s)\n", args[0], until.Format(time.RFC3339), forDuration)
@@ -49,7 +50,11 @@ func newSleepCommand() *cobra.Command {
 		Short: "End an on-demand wake: the SleepSchedule follows its windows again",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := setWakeUntil(cmd.Context(), kubeconfig, args[0], nil); err != nil {
+			c, err := sleepClient(kubeconfig)
+			if err != nil {
+				return err
+			}
+			if err := sleepschedule.Resume(cmd.Context(), c, args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "sleepschedule/%s follows its schedule again\n", args[0])
@@ -60,28 +65,10 @@ func newSleepCommand() *cobra.Command {
 	return cmd
 }
 
-// setWakeUntil patches spec.wakeUntil (nil removes it) of the named SleepSchedule.
-func setWakeUntil(ctx context.Context, kubeconfig, name string, until *time.Time) error {
+func sleepClient(kubeconfig string) (client.Client, error) {
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
-		return fmt.Errorf("loading Kubernetes client config: %w", err)
+		return nil, fmt.Errorf("loading Kubernetes client config: %w", err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
-	if err != nil {
-		return err
-	}
-	var value any
-	if until != nil {
-		value = metav1.NewTime(*until)
-	}
-	body, err := json.Marshal(map[string]any{"spec": map[string]any{"wakeUntil": value}})
-	if err != nil {
-		return err
-	}
-	s := &powerv1alpha1.SleepSchedule{}
-	s.Name = name
-	if err := c.Patch(ctx, s, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return fmt.Errorf("setting spec.wakeUntil of SleepSchedule %q: %w", name, err)
-	}
-	return nil
+	return client.New(cfg, client.Options{Scheme: scheme.New()})
 }

@@ -100,7 +100,7 @@ func (b *builder) prepare() error {
 			"but it is not on PATH (install Go 1.26 or newer): %w", err)
 	}
 	b.goBin = goBin
-	unlock, err := lockFile(filepath.Join(b.root, ".build.lock"), b.out)
+	unlock, err := lockFile(filepath.Join(b.root, ".build.lock"), "building binaries", b.out)
 	if err != nil {
 		return err
 	}

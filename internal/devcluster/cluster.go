@@ -3,6 +3,8 @@ package devcluster
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -74,11 +76,29 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// maxNameLen keeps a cluster name a DNS label: kwokctl uses it in directory names and
+// as part of its kubeconfig context ("kwok-NAME").
+const maxNameLen = 63
+
 func validateName(name string) error {
-	if len(name) > 63 || !clusterNameRE.MatchString(name) {
+	if len(name) > maxNameLen || !clusterNameRE.MatchString(name) {
 		return fmt.Errorf("cluster name %q must be lower-case letters, digits and '-', starting and ending with a letter or digit", name)
 	}
 	return nil
+}
+
+// RunName returns a cluster name of its own for one run of a test suite or benchmark:
+// prefix, a dash and six random hex digits, e.g. "orderly-e2e-3fa91c". Two runs on
+// one machine then never share (and tear down) each other's cluster. The prefix is
+// shortened if needed to keep the name valid.
+func RunName(prefix string) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	suffix := "-" + hex.EncodeToString(b[:])
+	if len(prefix) > maxNameLen-len(suffix) {
+		prefix = strings.TrimRight(prefix[:maxNameLen-len(suffix)], "-")
+	}
+	return prefix + suffix
 }
 
 func nameOrDefault(name string) string {
@@ -131,7 +151,7 @@ func Up(ctx context.Context, opts Options, out io.Writer) (kubeconfigPath string
 	} else {
 		fmt.Fprintf(out, "starting cluster %q (kubernetes %s, etcd %s, kwok %s)...\n", opts.Name, KubernetesVersion, EtcdVersion, KwokVersion)
 	}
-	if _, err := k.run(ctx, createClusterArgs(opts.Name, bins, opts.ExtraArgs)...); err != nil {
+	if err := k.create(ctx, opts.Name, bins, opts.ExtraArgs, out); err != nil {
 		return "", err
 	}
 	cfg, err := restConfig(kubeconfig)
@@ -310,6 +330,20 @@ func createClusterArgs(name string, bins *Binaries, extraArgs []string) []string
 		args = append(args, "--extra-args", a)
 	}
 	return args
+}
+
+// create runs `kwokctl create cluster` under a machine-wide lock. kwokctl picks the
+// new cluster's ports by probing which are free and records them only once the
+// cluster is installed; two clusters created at the same moment (two test runs) could
+// otherwise both pick the same ports. Starting one takes seconds, so waiting is cheap.
+func (k kwokctlRunner) create(ctx context.Context, name string, bins *Binaries, extraArgs []string, out io.Writer) error {
+	unlock, err := lockFile(filepath.Join(kwokWorkDir(k.root), ".create.lock"), "creating another cluster", out)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	_, err = k.run(ctx, createClusterArgs(name, bins, extraArgs)...)
+	return err
 }
 
 // scaleNodesArgs sets the number of simulated nodes, each with room for podsPerNode

@@ -72,11 +72,11 @@ func TestCreateClusterArgs(t *testing.T) {
 			for flag, wantPath := range map[string]string{
 				"--name":                           "dev",
 				"--runtime":                        "binary",
-				"--etcd-binary":                    "/c/bin/etcd-v3.6.5/etcd",
-				"--kube-apiserver-binary":          "/c/bin/kubernetes-v1.37.2/kube-apiserver",
-				"--kube-controller-manager-binary": "/c/bin/kubernetes-v1.37.2/kube-controller-manager",
-				"--kube-scheduler-binary":          "/c/bin/kubernetes-v1.37.2/kube-scheduler",
-				"--kwok-controller-binary":         "/c/bin/kwok-v0.8.0/kwok",
+				"--etcd-binary":                    "/c/bin/etcd-" + EtcdVersion + "/etcd",
+				"--kube-apiserver-binary":          "/c/bin/kubernetes-" + KubernetesVersion + "/kube-apiserver",
+				"--kube-controller-manager-binary": "/c/bin/kubernetes-" + KubernetesVersion + "/kube-controller-manager",
+				"--kube-scheduler-binary":          "/c/bin/kubernetes-" + KubernetesVersion + "/kube-scheduler",
+				"--kwok-controller-binary":         "/c/bin/kwok-" + KwokVersion + "/kwok",
 			} {
 				if got := flags[flag]; !slices.Equal(got, []string{wantPath}) {
 					t.Errorf("%s = %v, want %q", flag, got, wantPath)
@@ -89,6 +89,36 @@ func TestCreateClusterArgs(t *testing.T) {
 				t.Errorf("args start with %v", args[:2])
 			}
 		})
+	}
+}
+
+func TestRunName(t *testing.T) {
+	tests := []struct {
+		prefix     string
+		wantPrefix string
+	}{
+		{prefix: "orderly-e2e", wantPrefix: "orderly-e2e-"},
+		{prefix: "orderly-bench-labelpolicy", wantPrefix: "orderly-bench-labelpolicy-"},
+		// Cut to fit, without leaving a double dash where it was cut.
+		{prefix: strings.Repeat("a", 55) + "-bbbbbbbbbb", wantPrefix: strings.Repeat("a", 55) + "-"},
+	}
+	for _, tt := range tests {
+		seen := map[string]bool{}
+		for range 20 {
+			got := RunName(tt.prefix)
+			if err := validateName(got); err != nil {
+				t.Errorf("RunName(%q) = %q: %v", tt.prefix, got, err)
+			}
+			if !strings.HasPrefix(got, tt.wantPrefix) || strings.Contains(got, "--") {
+				t.Errorf("RunName(%q) = %q, want it to start with %q", tt.prefix, got, tt.wantPrefix)
+			}
+			seen[got] = true
+		}
+		// Six random hex digits: a repeat among twenty draws has a chance of about 1 in
+		// 90,000, two repeats far less; one is allowed.
+		if len(seen) < 19 {
+			t.Errorf("RunName(%q) gave only %d distinct names in 20 calls", tt.prefix, len(seen))
+		}
 	}
 }
 
@@ -118,9 +148,9 @@ func TestKwokctlEnv(t *testing.T) {
 	got := k.env()
 	for _, want := range []string{
 		"KWOK_WORKDIR=/c/kwok",
-		"KWOK_KUBE_VERSION=v1.37.2",
-		"KWOK_KUBECTL_BINARY=/c/bin/kubernetes-v1.37.2/kubectl",
-		"PATH=/c/bin/kubernetes-v1.37.2" + string(os.PathListSeparator) + "/usr/bin",
+		"KWOK_KUBE_VERSION=" + KubernetesVersion,
+		"KWOK_KUBECTL_BINARY=/c/bin/kubernetes-" + KubernetesVersion + "/kubectl",
+		"PATH=/c/bin/kubernetes-" + KubernetesVersion + string(os.PathListSeparator) + "/usr/bin",
 	} {
 		if !slices.Contains(got, want) {
 			t.Errorf("env %v lacks %q", got, want)

@@ -249,16 +249,16 @@ func TestCacheLayout(t *testing.T) {
 		wantPath string
 	}{
 		{"bin dir", b.Dir, "/c/bin"},
-		{"kube-apiserver", b.KubeAPIServer, "/c/bin/kubernetes-v1.37.2/kube-apiserver"},
-		{"kube-controller-manager", b.KubeControllerManager, "/c/bin/kubernetes-v1.37.2/kube-controller-manager"},
-		{"kube-scheduler", b.KubeScheduler, "/c/bin/kubernetes-v1.37.2/kube-scheduler"},
-		{"kubectl", b.Kubectl, "/c/bin/kubernetes-v1.37.2/kubectl"},
-		{"etcd", b.Etcd, "/c/bin/etcd-v3.6.5/etcd"},
-		{"kwok", b.Kwok, "/c/bin/kwok-v0.8.0/kwok"},
-		{"kwokctl", b.Kwokctl, "/c/bin/kwok-v0.8.0/kwokctl"},
+		{"kube-apiserver", b.KubeAPIServer, "/c/bin/kubernetes-" + KubernetesVersion + "/kube-apiserver"},
+		{"kube-controller-manager", b.KubeControllerManager, "/c/bin/kubernetes-" + KubernetesVersion + "/kube-controller-manager"},
+		{"kube-scheduler", b.KubeScheduler, "/c/bin/kubernetes-" + KubernetesVersion + "/kube-scheduler"},
+		{"kubectl", b.Kubectl, "/c/bin/kubernetes-" + KubernetesVersion + "/kubectl"},
+		{"etcd", b.Etcd, "/c/bin/etcd-" + EtcdVersion + "/etcd"},
+		{"kwok", b.Kwok, "/c/bin/kwok-" + KwokVersion + "/kwok"},
+		{"kwokctl", b.Kwokctl, "/c/bin/kwok-" + KwokVersion + "/kwokctl"},
 		{"kubeconfig", KubeconfigPath(""), "/c/kwok/clusters/orderly/kubeconfig.yaml"},
 		{"named kubeconfig", KubeconfigPath("bench"), "/c/kwok/clusters/bench/kubeconfig.yaml"},
-		{"envtest", envtestDir(CacheDir()), "/c/envtest/kubernetes-v1.37.2-etcd-v3.6.5"},
+		{"envtest", envtestDir(CacheDir()), "/c/envtest/kubernetes-" + KubernetesVersion + "-etcd-" + EtcdVersion},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.wantPath {

@@ -12,9 +12,11 @@ import (
 )
 
 // lockFile takes an exclusive lock on path, so that two processes (two terminals, or
-// parallel test packages asking for envtest assets) do not build the same binaries at
-// once on a machine that has only a few cores. The lock dies with the process.
-func lockFile(path string, out io.Writer) (unlock func(), err error) {
+// parallel test packages) do not do the same thing at once: build the same binaries
+// on a machine that has only a few cores, or create clusters that pick the same
+// ports. holder says what the other process is doing while this one waits. The lock
+// dies with the process.
+func lockFile(path, holder string, out io.Writer) (unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -24,7 +26,7 @@ func lockFile(path string, out io.Writer) (unlock func(), err error) {
 	}
 	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
-		fmt.Fprintf(out, "waiting for another orderly process that is building binaries (lock %s)...\n", path)
+		fmt.Fprintf(out, "waiting for another orderly process that is %s (lock %s)...\n", holder, path)
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 	}
 	if err != nil {

@@ -17,6 +17,11 @@
 //		o.Status = computeStatus(o, obs) // pure: derived from o and what was observed
 //	})
 //
+// When observing fails (a list, a read, an external system), the status still gets
+// written, with Ready=False and a reason and message that say what failed, and then
+// the error is returned for the controller's backoff: a user must never read a stale
+// status that hides the error.
+//
 // It is a kit, not a framework: a controller calls what it needs and keeps its own
 // Reconcile.
 package kit

@@ -7,13 +7,14 @@
 package localpg
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,7 +51,7 @@ func FindBinDir() (string, error) {
 	if len(m) == 0 {
 		return "", ErrNotInstalled
 	}
-	sort.Slice(m, func(i, j int) bool { return majorOf(m[i]) < majorOf(m[j]) })
+	slices.SortFunc(m, func(a, b string) int { return cmp.Compare(majorOf(a), majorOf(b)) })
 	return filepath.Dir(m[len(m)-1]), nil
 }
 

@@ -22,10 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/config"
 	"orderly.dev/orderly/internal/controller/data/engine"
 	"orderly.dev/orderly/internal/controller/data/engine/postgres"
-	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/testpg"
 )
 
@@ -250,18 +248,7 @@ func BenchmarkDevDatabases(b *testing.B) {
 	}
 	_, _ = admin.Exec(ctx, "CHECKPOINT")
 
-	manifests, err := config.DevManifests()
-	if err != nil {
-		b.Fatal(err)
-	}
-	const cluster = "orderly-bench-db"
-	kubeconfig, err := devcluster.Up(ctx, devcluster.Options{Name: cluster, Nodes: 1, Manifests: manifests}, os.Stderr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if os.Getenv("ORDERLY_BENCH_KEEP") == "" {
-		b.Cleanup(func() { _ = devcluster.Down(context.Background(), cluster, os.Stderr) })
-	}
+	kubeconfig := benchCluster(ctx, b, "orderly-bench-db", 1)
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		b.Fatal(err)

@@ -4,43 +4,62 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
-	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
-	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+	"orderly.dev/orderly/config"
+	"orderly.dev/orderly/internal/devcluster"
+	"orderly.dev/orderly/internal/scheme"
+	"orderly.dev/orderly/test/launch"
 )
 
 // newBenchClient is the benchmarks' own client: every Orderly kind, and one rate
 // limiter for the whole client, as the manager has (see cmd/orderly/manager.go).
 func newBenchClient(cfg *rest.Config, qps float32, burst int) (client.WithWatch, error) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(tenancyv1alpha1.AddToScheme(scheme))
-	utilruntime.Must(powerv1alpha1.AddToScheme(scheme))
-	utilruntime.Must(policyv1alpha1.AddToScheme(scheme))
-	utilruntime.Must(datav1alpha1.AddToScheme(scheme))
 	c := rest.CopyConfig(cfg)
 	c.QPS, c.Burst = qps, burst
 	c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
-	return client.NewWithWatch(c, client.Options{Scheme: scheme})
+	return client.NewWithWatch(c, client.Options{Scheme: scheme.New()})
+}
+
+// keepEnv keeps a benchmark's cluster after it ends, to look at it.
+const keepEnv = "ORDERLY_BENCH_KEEP"
+
+// benchCluster starts a local cluster for one benchmark with Orderly's CRDs and
+// returns its kubeconfig. Its name is prefix plus a suffix of this run's own, so two
+// runs on one machine never share (or delete) a cluster. It is removed when the
+// benchmark ends unless keepEnv is set; then its name is printed.
+func benchCluster(ctx context.Context, b *testing.B, prefix string, nodes int) string {
+	b.Helper()
+	manifests, err := config.DevManifests()
+	if err != nil {
+		b.Fatal(err)
+	}
+	name := devcluster.RunName(prefix)
+	kubeconfig, err := devcluster.Up(ctx, devcluster.Options{Name: name, Nodes: nodes, Manifests: manifests}, os.Stderr)
+	// Registered even when Up failed half-way: the name is this run's own.
+	b.Cleanup(func() {
+		if os.Getenv(keepEnv) != "" {
+			fmt.Fprintf(os.Stderr, "%s is set: kept cluster %q (kubeconfig %s); remove it with `bin/orderly dev down --name %s`\n",
+				keepEnv, name, devcluster.KubeconfigPath(name), name)
+			return
+		}
+		_ = devcluster.Down(context.Background(), name, os.Stderr)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return kubeconfig
 }
 
 // benchManager is `orderly manager` running as a process for a benchmark.
@@ -52,30 +71,26 @@ type benchManager struct {
 	stop func()
 }
 
-// startManager runs ORDERLY_BIN's manager against kubeconfig with metrics on a free
-// loopback port, and stops it when the benchmark ends.
+// startManager runs ORDERLY_BIN's manager against kubeconfig, without leader
+// election, and returns once it is ready; it stops when the benchmark ends.
 func startManager(b *testing.B, kubeconfig string, args ...string) *benchManager {
 	b.Helper()
-	bin := os.Getenv("ORDERLY_BIN")
-	if bin == "" {
-		b.Fatal("ORDERLY_BIN is not set: run `make bench`")
-	}
-	logPath := filepath.Join(b.TempDir(), "manager.log")
-	logs, err := os.Create(logPath)
+	m, err := launch.Start(context.Background(), launch.Options{
+		Bin:        os.Getenv("ORDERLY_BIN"),
+		Kubeconfig: kubeconfig,
+		Args:       append([]string{"--leader-elect=false"}, args...),
+		LogPath:    filepath.Join(b.TempDir(), "manager.log"),
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort())
-	cmd := exec.Command(bin, append([]string{"manager", "--kubeconfig", kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0"}, args...)...)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
+	stop := func() {
+		if err := m.Stop(); err != nil {
+			b.Log(err)
+		}
 	}
-	var once sync.Once
-	stop := func() { once.Do(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait(); _ = logs.Close() }) }
 	b.Cleanup(stop)
-	return &benchManager{pid: cmd.Process.Pid, metricsURL: "http://" + metricsAddr + "/metrics", logPath: logPath, stop: stop}
+	return &benchManager{pid: m.Pid, metricsURL: m.MetricsURL, logPath: m.LogPath, stop: stop}
 }
 
 func envInt(name string, def int) int {
@@ -86,12 +101,11 @@ func envInt(name string, def int) int {
 }
 
 func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := launch.FreePort()
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // scrapeCounter sums the samples of a Prometheus text exposition whose line starts

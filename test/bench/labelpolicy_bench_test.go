@@ -26,8 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
-	"orderly.dev/orderly/config"
-	"orderly.dev/orderly/internal/devcluster"
 )
 
 const lpBenchLabel = "bench-labelpolicy"
@@ -185,18 +183,7 @@ func BenchmarkLabelPolicy(b *testing.B) {
 	creates := envInt("BENCH_LP_CREATES", 300)
 	rate := envInt("BENCH_LP_RATE", 5)
 	workloads := envInt("BENCH_LP_WORKLOADS", 10000)
-	const name = "orderly-bench-labelpolicy"
-	manifests, err := config.DevManifests()
-	if err != nil {
-		b.Fatal(err)
-	}
-	kubeconfig, err := devcluster.Up(ctx, devcluster.Options{Name: name, Nodes: 1, Manifests: manifests}, os.Stderr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if os.Getenv("ORDERLY_BENCH_KEEP") == "" {
-		b.Cleanup(func() { _ = devcluster.Down(context.Background(), name, os.Stderr) })
-	}
+	kubeconfig := benchCluster(ctx, b, "orderly-bench-labelpolicy", 1)
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		b.Fatal(err)

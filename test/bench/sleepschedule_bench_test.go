@@ -22,8 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
-	"orderly.dev/orderly/config"
-	"orderly.dev/orderly/internal/devcluster"
 )
 
 const benchLabel = "orderly-bench"
@@ -151,19 +149,7 @@ func BenchmarkSleepSchedule(b *testing.B) {
 	total := envInt("BENCH_DEPLOYMENTS", 2000)
 	perNamespace := total / namespaces
 	total = perNamespace * namespaces
-	manifests, err := config.DevManifests()
-	if err != nil {
-		b.Fatal(err)
-	}
-	const name = "orderly-bench-sleep"
-	nodes := total/900 + 1
-	kubeconfig, err := devcluster.Up(ctx, devcluster.Options{Name: name, Nodes: nodes, Manifests: manifests}, os.Stderr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if os.Getenv("ORDERLY_BENCH_KEEP") == "" {
-		b.Cleanup(func() { _ = devcluster.Down(context.Background(), name, os.Stderr) })
-	}
+	kubeconfig := benchCluster(ctx, b, "orderly-bench-sleep", total/900+1)
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		b.Fatal(err)

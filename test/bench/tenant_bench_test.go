@@ -25,8 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
-	"orderly.dev/orderly/config"
-	"orderly.dev/orderly/internal/devcluster"
 )
 
 // Client limits shared by the manager and the baseline, so the comparison is fair.
@@ -111,17 +109,7 @@ func BenchmarkTenants(b *testing.B) {
 	ctx := context.Background()
 	log.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	tenants := envInt("BENCH_TENANTS", 500)
-	manifests, err := config.DevManifests()
-	if err != nil {
-		b.Fatal(err)
-	}
-	kubeconfig, err := devcluster.Up(ctx, devcluster.Options{Name: "orderly-bench", Nodes: 1, Manifests: manifests}, os.Stderr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if os.Getenv("ORDERLY_BENCH_KEEP") == "" {
-		b.Cleanup(func() { _ = devcluster.Down(context.Background(), "orderly-bench", os.Stderr) })
-	}
+	kubeconfig := benchCluster(ctx, b, "orderly-bench-tenant", 1)
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		b.Fatal(err)
@@ -147,7 +135,6 @@ func BenchmarkTenants(b *testing.B) {
 
 	// Orderly: Tenants created at the same rate limit, manager at the same client limits.
 	mgr := startManager(b, kubeconfig, fmt.Sprintf("--kube-api-qps=%d", clientQPS), fmt.Sprintf("--kube-api-burst=%d", clientBurst), fmt.Sprintf("--max-concurrent-reconciles=%d", managerConcurrency), "--log-level=error")
-	time.Sleep(2 * time.Second) // let the manager's caches sync before the clock starts
 
 	start = time.Now()
 	if err := parallel(tenants, func(i int) error {

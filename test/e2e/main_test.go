@@ -6,43 +6,54 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 	"orderly.dev/orderly/config"
 	"orderly.dev/orderly/internal/devcluster"
+	"orderly.dev/orderly/internal/scheme"
 	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/test/launch"
 )
 
 const (
-	clusterName      = "orderly-e2e"
 	managerNamespace = "orderly-system"
 	managerSA        = "orderly-manager"
+
+	// clusterEnv names a cluster to run on instead of a new one of the run's own, e.g.
+	// one kept by an earlier run, which printed its name. The run leaves it running.
+	clusterEnv = "ORDERLY_E2E_CLUSTER"
+	// keepEnv keeps the run's cluster and files after the run, to look at them or to
+	// run again on the same cluster.
+	keepEnv = "ORDERLY_E2E_KEEP"
 )
 
 var (
+	// clusterName is this run's cluster: unless clusterEnv names one, a new one with a
+	// name of its own, so two runs on one machine never share (or delete) a cluster.
+	clusterName string
+	// runDir holds this run's files (the manager's kubeconfig and log). While the
+	// tests run it is also os.TempDir(), so whatever they put there goes with the run.
+	runDir string
+	// managerLog is the manager's output, every start of the run appended.
+	managerLog string
+
 	// k acts as the cluster's administrator: it creates Tenants and observes the world.
 	k          client.Client
 	clientset  *kubernetes.Clientset
@@ -63,32 +74,69 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func run(m *testing.M) (int, error) {
+func run(m *testing.M) (code int, err error) {
 	ctx := context.Background()
 	log.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	bin := os.Getenv("ORDERLY_BIN")
 	if bin == "" {
 		return 0, fmt.Errorf("ORDERLY_BIN is not set: run `make e2e`")
 	}
+	keep := os.Getenv(keepEnv) != ""
+	// A cluster named by the caller was not created by this run: it is left running.
+	clusterName = os.Getenv(clusterEnv)
+	ownCluster := clusterName == ""
+	if ownCluster {
+		clusterName = devcluster.RunName("orderly-e2e")
+	}
+	if runDir, err = os.MkdirTemp("", clusterName+"-"); err != nil {
+		return 0, err
+	}
+	managerLog = filepath.Join(runDir, "orderly-e2e-manager.log")
+	fmt.Fprintf(os.Stderr, "e2e run on cluster %q, files in %s\n", clusterName, runDir)
+	defer func() {
+		if keep || !ownCluster {
+			fmt.Fprintf(os.Stderr, "left cluster %q running: run again on it with %s=%s, remove it with `bin/orderly dev down --name %s`\n",
+				clusterName, clusterEnv, clusterName, clusterName)
+		}
+		switch {
+		case keep:
+			fmt.Fprintf(os.Stderr, "kept the run's files (%s is set): %s\n", keepEnv, runDir)
+		case code != 0 || err != nil:
+			fmt.Fprintf(os.Stderr, "kept the manager's log of the failed run: %s\n", managerLog)
+		default:
+			_ = os.RemoveAll(runDir)
+		}
+	}()
+
 	manifests, err := config.DevManifests()
 	if err != nil {
 		return 0, err
 	}
 	kubeconfig, err := devcluster.Up(ctx, devcluster.Options{Name: clusterName, Nodes: 2, Manifests: manifests}, os.Stderr)
+	if ownCluster && !keep {
+		// Even when Up failed half-way: a cluster of this run's own name is this run's.
+		defer func() { _ = devcluster.Down(context.Background(), clusterName, os.Stderr) }()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("starting the local cluster: %w", err)
 	}
-	if os.Getenv("ORDERLY_E2E_KEEP") == "" {
-		defer func() { _ = devcluster.Down(context.Background(), clusterName, os.Stderr) }()
+	// From here on os.TempDir() is the run's directory, so what tests and the manager
+	// put in the temporary directory goes with the run and never meets another run's.
+	// Set once the cluster runs, so that its processes do not inherit it. Tests run as
+	// root start PostgreSQL as the postgres user with its files in there, so the
+	// directory must be traversable; the files that matter (the manager's kubeconfig
+	// and log) are 0600 themselves.
+	if err := os.Chmod(runDir, 0o755); err != nil { //nolint:gosec // see above
+		return 0, err
+	}
+	if err := os.Setenv("TMPDIR", runDir); err != nil {
+		return 0, err
 	}
 	adminCfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return 0, err
 	}
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(tenancyv1alpha1.AddToScheme(scheme))
-	if k, err = client.New(adminCfg, client.Options{Scheme: scheme}); err != nil {
+	if k, err = client.New(adminCfg, client.Options{Scheme: scheme.New()}); err != nil {
 		return 0, err
 	}
 	if clientset, err = kubernetes.NewForConfig(adminCfg); err != nil {
@@ -100,11 +148,15 @@ func run(m *testing.M) (int, error) {
 		return 0, fmt.Errorf("installing the manager's ServiceAccount and RBAC: %w", err)
 	}
 	managerBin, managerKubeconfig = bin, saKubeconfig
-	_ = os.Remove(filepath.Join(os.TempDir(), "orderly-e2e-manager.log")) // each start appends to it
 	if stopManager, err = startManager(bin, saKubeconfig); err != nil {
 		return 0, err
 	}
-	defer func() { stopManager() }()
+	defer func() {
+		// Nil when a test failed to put the default manager back.
+		if stopManager != nil {
+			stopManager()
+		}
+	}()
 	return m.Run(), nil
 }
 
@@ -125,7 +177,7 @@ func installManagerIdentity(ctx context.Context, adminKubeconfig string) (string
 	}
 	var tok *authenticationv1.TokenRequest
 	tok, err = clientset.CoreV1().ServiceAccounts(managerNamespace).CreateToken(ctx, managerSA,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(4 * 3600))}}, metav1.CreateOptions{})
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(4 * 3600))}}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("requesting a token for the manager's ServiceAccount: %w", err)
 	}
@@ -139,7 +191,7 @@ func installManagerIdentity(ctx context.Context, adminKubeconfig string) (string
 	sa.AuthInfos["orderly-manager"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
 	sa.Contexts["orderly-manager"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "orderly-manager"}
 	sa.CurrentContext = "orderly-manager"
-	path := filepath.Join(os.TempDir(), "orderly-e2e-manager.kubeconfig")
+	path := filepath.Join(runDir, "manager.kubeconfig")
 	if err := clientcmd.WriteToFile(*sa, path); err != nil {
 		return "", err
 	}
@@ -165,62 +217,32 @@ func restartManager(t *testing.T, extra ...string) {
 	})
 }
 
-// startManager runs `orderly manager` as a process and waits until it is ready.
+// startManager runs `orderly manager` as Orderly runs in a cluster (leader election
+// in its namespace, the ServiceAccount's kubeconfig) and waits until it is ready. The
+// returned func stops it.
 func startManager(bin, kubeconfig string, extra ...string) (func(), error) {
-	metricsPort, probePort := freePort(), freePort()
-	metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
-	logs, err := os.OpenFile(filepath.Join(os.TempDir(), "orderly-e2e-manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	m, err := launch.Start(context.Background(), launch.Options{
+		Bin:        bin,
+		Kubeconfig: kubeconfig,
+		Args:       append([]string{"--leader-elect=true", "--leader-election-namespace", managerNamespace}, extra...),
+		LogPath:    managerLog,
+	})
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "manager", "--kubeconfig", kubeconfig,
-		"--leader-elect=true", "--leader-election-namespace", managerNamespace,
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort))
-	cmd.Args = append(cmd.Args, extra...)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(os.Stderr, "manager started (pid %d), logs in %s\n", cmd.Process.Pid, logs.Name())
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
+	metricsURL = m.MetricsURL
+	fmt.Fprintf(os.Stderr, "manager ready (pid %d), logs in %s\n", m.Pid, m.LogPath)
+	return func() {
+		if err := m.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 		}
-		stopped = true
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-		_ = logs.Close()
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)); err == nil && bytes.Equal(bytes.TrimSpace(body), []byte("ok")) {
-			return stop, nil
-		}
-		if cmd.ProcessState != nil {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	stop()
-	tail, _ := os.ReadFile(logs.Name())
-	return nil, fmt.Errorf("manager did not become ready; its log:\n%s", tail)
+	}, nil
 }
 
 func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := launch.FreePort()
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
-
-func ptrTo[T any](v T) *T { return &v }

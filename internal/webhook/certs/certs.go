@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -71,17 +72,18 @@ type Manager struct {
 	// DNSNames and IPs the serving certificate is valid for.
 	DNSNames []string
 	IPs      []net.IP
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Clock dates the certificates and decides when they are due; the wall clock
+	// when nil.
+	Clock clock.PassiveClock
 
 	current atomic.Pointer[bundle]
 }
 
 func (m *Manager) now() time.Time {
-	if m.Now != nil {
-		return m.Now()
+	if m.Clock == nil {
+		return time.Now()
 	}
-	return time.Now()
+	return m.Clock.Now()
 }
 
 // GetCertificate is tls.Config.GetCertificate for the webhook server.

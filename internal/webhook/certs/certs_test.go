@@ -5,6 +5,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestIssueVerifiesForTheServedNames(t *testing.T) {
@@ -36,8 +38,8 @@ func TestIssueVerifiesForTheServedNames(t *testing.T) {
 
 func TestDue(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	now := start
-	m := &Manager{DNSNames: []string{"a.svc"}, Now: func() time.Time { return now }}
+	clk := clocktesting.NewFakePassiveClock(start)
+	m := &Manager{DNSNames: []string{"a.svc"}, Clock: clk}
 	b, err := m.issue(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +57,8 @@ func TestDue(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			now, m.DNSNames = tc.at, tc.names
+			clk.SetTime(tc.at)
+			m.DNSNames = tc.names
 			if got := m.due(b); got != tc.want {
 				t.Errorf("due = %v, want %v", got, tc.want)
 			}

@@ -8,6 +8,7 @@ package labelpolicy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -16,21 +17,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	controller "orderly.dev/orderly/internal/controller/policy/labelpolicy"
+	"orderly.dev/orderly/internal/kit"
 )
 
-var mutations = prometheus.NewCounterVec(prometheus.CounterOpts{
+// series holds the webhook's per-policy series. The webhook runs on every replica,
+// not only on the leader that reconciles, so each replica forgets a policy's series
+// itself, when its cache sees the policy go.
+var series = kit.ClusterSeries(controller.MetricLabel)
+
+var mutations = series.Counter(prometheus.CounterOpts{
 	Name: "orderly_labelpolicy_webhook_requests_total",
 	Help: "Admission requests Orderly's LabelPolicy webhook answered, by policy and result (mutated, unchanged, error).",
-}, []string{"labelpolicy", "result"})
-
-func init() { metrics.Registry.MustRegister(mutations) }
+}, "result")
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
@@ -42,6 +48,32 @@ type Handler struct {
 }
 
 type policyNameKey struct{}
+
+// Register serves the webhook of every LabelPolicy on mgr's webhook server, reading
+// policies and namespaces from mgr's cache, and forgets a policy's series when the
+// policy is deleted.
+func Register(ctx context.Context, mgr ctrl.Manager) error {
+	informer, err := mgr.GetCache().GetInformer(ctx, &policyv1alpha1.LabelPolicy{})
+	if err != nil {
+		return fmt.Errorf("watching LabelPolicies for the webhook's metrics: %w", err)
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: forget}); err != nil {
+		return fmt.Errorf("watching LabelPolicies for the webhook's metrics: %w", err)
+	}
+	mgr.GetWebhookServer().Register(controller.WebhookPathPrefix, (&Handler{Reader: mgr.GetClient()}).Webhook())
+	return nil
+}
+
+// forget drops the series of a deleted policy; obj is the policy, or the tombstone
+// of one whose deletion the watch missed.
+func forget(obj any) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if p, ok := obj.(client.Object); ok {
+		series.Forget(client.ObjectKeyFromObject(p))
+	}
+}
 
 // Webhook is the http.Handler to register at controller.WebhookPathPrefix.
 func (h *Handler) Webhook() *admission.Webhook {
@@ -57,13 +89,14 @@ func (h *Handler) Webhook() *admission.Webhook {
 // policy's job, which runs after every mutation.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	name, _ := ctx.Value(policyNameKey{}).(string)
+	key := client.ObjectKey{Name: name}
 	var p policyv1alpha1.LabelPolicy
-	if err := h.Reader.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
+	if err := h.Reader.Get(ctx, key, &p); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Deleted: its MutatingWebhookConfiguration goes with it in a moment.
 			return admission.Allowed("LabelPolicy " + name + " no longer exists")
 		}
-		mutations.WithLabelValues(name, "error").Inc()
+		mutations.WithLabelValues(series.Values(key, "error")...).Inc()
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
@@ -71,13 +104,13 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
-		mutations.WithLabelValues(name, "error").Inc()
+		mutations.WithLabelValues(series.Values(key, "error")...).Inc()
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	mr := controller.MutationRequest{Kind: policyv1alpha1.Kind(req.Kind.Kind), Update: req.Operation == admissionv1.Update, Object: obj}
 	if len(req.OldObject.Raw) > 0 {
 		if err := json.Unmarshal(req.OldObject.Raw, &mr.OldObject); err != nil {
-			mutations.WithLabelValues(name, "error").Inc()
+			mutations.WithLabelValues(series.Values(key, "error")...).Inc()
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 	}
@@ -85,21 +118,21 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		ns := &metav1.PartialObjectMetadata{}
 		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 		if err := h.Reader.Get(ctx, client.ObjectKey{Name: req.Namespace}, ns); err != nil && !apierrors.IsNotFound(err) {
-			mutations.WithLabelValues(name, "error").Inc()
+			mutations.WithLabelValues(series.Values(key, "error")...).Inc()
 			return admission.Errored(http.StatusInternalServerError, err)
 		}
 		mr.NamespaceLabels = ns.Labels
 	}
 	if !controller.Mutate(&p, mr) {
-		mutations.WithLabelValues(name, "unchanged").Inc()
+		mutations.WithLabelValues(series.Values(key, "unchanged")...).Inc()
 		return admission.Allowed("")
 	}
 	mutated, err := json.Marshal(mr.Object)
 	if err != nil {
-		mutations.WithLabelValues(name, "error").Inc()
+		mutations.WithLabelValues(series.Values(key, "error")...).Inc()
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	mutations.WithLabelValues(name, "mutated").Inc()
+	mutations.WithLabelValues(series.Values(key, "mutated")...).Inc()
 	log.FromContext(ctx).V(1).Info("Filled label in", "labelpolicy", name, "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
 	return admission.PatchResponseFromRaw(req.Object.Raw, mutated)
 }

@@ -1,10 +1,9 @@
 //go:build integration
 
-package labelpolicy
+package labelpolicy_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"testing"
@@ -17,34 +16,37 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
 	lpcontroller "orderly.dev/orderly/internal/controller/policy/labelpolicy"
+	"orderly.dev/orderly/internal/controller/policy/labelpolicy/labelpolicytest"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 	"orderly.dev/orderly/internal/testenv"
+	orderlywebhook "orderly.dev/orderly/internal/webhook"
 	"orderly.dev/orderly/internal/webhook/certs"
 )
 
 // These tests run the fallback as the manager does on an API server that does not
-// serve MutatingAdmissionPolicy: the LabelPolicy controller in auto mode, Orderly's
-// certificate in a Secret, and the webhook server on loopback that the API server calls.
+// serve MutatingAdmissionPolicy: internal/webhook prepares the webhook (auto mode,
+// Orderly's certificate in a Secret, the server on loopback that the API server
+// calls) and the LabelPolicy controller writes the configurations that point at it.
 
 const (
-	timeout      = 30 * time.Second
-	poll         = 200 * time.Millisecond
-	webhookNS    = "orderly-system"
-	webhookTLS   = "orderly-webhook-tls"
-	fieldTimeout = 5
+	timeout    = 30 * time.Second
+	poll       = 200 * time.Millisecond
+	webhookNS  = "orderly-system"
+	webhookTLS = "orderly-webhook-tls"
 )
 
 var (
-	k       client.Client
-	certMgr *certs.Manager
+	k client.Client
+	// server is what internal/webhook prepared, as for `orderly manager`.
+	server *orderlywebhook.Server
 )
 
 func TestMain(m *testing.M) {
@@ -55,25 +57,28 @@ func TestMain(m *testing.M) {
 			return nil, err
 		}
 		port := freePort()
-		certMgr = &certs.Manager{Client: k, Reader: k, Namespace: webhookNS, Name: webhookTLS, IPs: []net.IP{net.ParseIP("127.0.0.1")}}
-		if err := certMgr.Ensure(ctx); err != nil {
+		lp := lpcontroller.Controller
+		opts := orderlywebhook.Options{
+			Mutation: string(admission.Auto), Host: "127.0.0.1", Port: port, URL: fmt.Sprintf("https://127.0.0.1:%d", port),
+			Service: "orderly-webhook", Secret: webhookTLS, FailurePolicy: string(admissionv1.Ignore), TimeoutSeconds: 5,
+		}
+		var err error
+		if server, err = orderlywebhook.Prepare(ctx, e.Config, opts, webhookNS, []kit.Controller{lp}); err != nil {
 			return nil, err
 		}
-		deps := kit.Deps{Admission: admission.Config{
-			Mode:     admission.Auto,
-			Webhook:  &admission.Endpoint{URL: fmt.Sprintf("https://127.0.0.1:%d", port), FailurePolicy: admissionv1.Ignore, TimeoutSeconds: fieldTimeout},
-			CABundle: certMgr.CABundle,
-		}}
-		lp := lpcontroller.Controller
+		if server.Admission.Webhook == nil || server.Admission.MAPServed {
+			return nil, fmt.Errorf("auto mode on an API server without MutatingAdmissionPolicy serves no webhook: %+v", server.Admission)
+		}
 		lp.Setup = func(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
-			mgr.GetWebhookServer().Register(lpcontroller.WebhookPathPrefix, (&Handler{Reader: mgr.GetClient()}).Webhook())
-			r := &lpcontroller.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-labelpolicy")),
-				Mutation: deps.Admission.Mode, AuditInterval: 2 * time.Second, Webhook: deps.Admission.Webhook, WebhookCABundle: deps.Admission.CABundle}
+			if err := server.Register(ctx, mgr); err != nil {
+				return err
+			}
+			r := lpcontroller.NewReconciler(mgr, deps)
+			r.AuditInterval = 2 * time.Second
 			return r.SetupWithManager(ctx, mgr, deps.Options)
 		}
-		return e.StartManager(deps, []kit.Controller{lp}, func(o *ctrl.Options) {
-			o.WebhookServer = webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port,
-				TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certMgr.GetCertificate }}})
+		return e.StartManager(kit.Deps{Admission: server.Admission}, []kit.Controller{lp}, func(o *ctrl.Options) {
+			o.WebhookServer = server.NewServer()
 		})
 	}, testenv.WithoutMutatingAdmissionPolicy())
 }
@@ -122,103 +127,55 @@ func getPolicy(g Gomega, name string) *policyv1alpha1.LabelPolicy {
 	return &p
 }
 
-// TestWebhookFillsLabelsIn: the same behaviour as the native MutatingAdmissionPolicy
-// (see the controller's TestDefaultFillsLabelFromNamespaceThenDefaultValue), by webhook.
-func TestWebhookFillsLabelsIn(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	createNS(t, "wh-ns", map[string]string{"test": "wh-default", "cc-wh": "from-ns"})
-	createNS(t, "wh-plain", map[string]string{"test": "wh-default"})
-	legacy := deployment("wh-plain", "legacy", map[string]string{"cc-wh": "shared"})
-	g.Expect(k.Create(ctx, legacy)).To(Succeed())
-	p := newPolicy("wh-default", "cc-wh", policyv1alpha1.ActionDefault)
-	p.Spec.DefaultValue = "shared"
-	p.Spec.PropagateToPodTemplate = true
-	g.Expect(k.Create(ctx, p)).To(Succeed())
-	t.Cleanup(func() { _ = k.Delete(context.Background(), p) })
+// TestMutationCases runs the admission cases that every mutation path must pass (the
+// controller's suite runs the same table through the native MutatingAdmissionPolicy)
+// through Orderly's webhook.
+func TestMutationCases(t *testing.T) {
+	labelpolicytest.Run(t, labelpolicytest.Path{Client: k, Timeout: timeout, Poll: poll,
+		Enforced: func(g Gomega, p *policyv1alpha1.LabelPolicy) {
+			g.Expect(p.Status.AdmissionMode).To(Equal(policyv1alpha1.AdmissionModeWebhook))
+			c := meta.FindStatusCondition(p.Status.Conditions, policyv1alpha1.ConditionDefaultingAvailable)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(lpcontroller.ReasonWebhook))
+			ready := meta.FindStatusCondition(p.Status.Conditions, policyv1alpha1.ConditionReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
 
-	g.Eventually(func(g Gomega) {
-		p := getPolicy(g, "wh-default")
-		g.Expect(p.Status.AdmissionMode).To(Equal(policyv1alpha1.AdmissionModeWebhook))
-		c := meta.FindStatusCondition(p.Status.Conditions, policyv1alpha1.ConditionDefaultingAvailable)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal(lpcontroller.ReasonWebhook))
-		ready := meta.FindStatusCondition(p.Status.Conditions, policyv1alpha1.ConditionReady)
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
-	}, timeout, poll).Should(Succeed())
-
-	var wc admissionv1.MutatingWebhookConfiguration
-	g.Expect(k.Get(ctx, client.ObjectKey{Name: "orderly-labelpolicy-wh-default"}, &wc)).To(Succeed())
-	g.Expect(wc.Labels).To(HaveKeyWithValue(labels.ManagedBy, labels.ManagedByValue))
-	ca, err := certMgr.CABundle()
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(wc.Webhooks[0].ClientConfig.CABundle).To(Equal(ca))
-
-	// The configuration is in place; wait until the API server calls it.
-	g.Eventually(func(g Gomega) {
-		probe := deployment("wh-ns", "", nil)
-		probe.GenerateName = "probe-"
-		g.Expect(k.Create(ctx, probe)).To(Succeed())
-		_ = k.Delete(ctx, probe)
-		g.Expect(probe.Labels).To(HaveKeyWithValue("cc-wh", "from-ns"))
-	}, timeout, poll).Should(Succeed())
-
-	d := deployment("wh-ns", "web", nil)
-	g.Expect(k.Create(ctx, d)).To(Succeed())
-	g.Expect(d.Labels).To(HaveKeyWithValue("cc-wh", "from-ns"))
-	g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("cc-wh", "from-ns"), "propagateToPodTemplate")
-	g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("app", "web"))
-
-	d2 := deployment("wh-plain", "web", nil)
-	g.Expect(k.Create(ctx, d2)).To(Succeed())
-	g.Expect(d2.Labels).To(HaveKeyWithValue("cc-wh", "shared"))
-
-	d3 := deployment("wh-plain", "own", map[string]string{"cc-wh": "mine"})
-	g.Expect(k.Create(ctx, d3)).To(Succeed())
-	g.Expect(d3.Labels).To(HaveKeyWithValue("cc-wh", "mine"))
-	g.Expect(d3.Spec.Template.Labels).To(HaveKeyWithValue("cc-wh", "mine"))
-
-	// An update that leaves the pod template alone does not label it; one that
-	// changes the template anyway does.
-	legacy.Spec.Replicas = ptr(int32(3))
-	g.Expect(k.Update(ctx, legacy)).To(Succeed())
-	g.Expect(legacy.Spec.Template.Labels).NotTo(HaveKey("cc-wh"), "a replicas change must not touch the template")
-	legacy.Spec.Template.Spec.Containers[0].Image = "registry.example/app:2"
-	g.Expect(k.Update(ctx, legacy)).To(Succeed())
-	g.Expect(legacy.Spec.Template.Labels).To(HaveKeyWithValue("cc-wh", "shared"))
-
-	// Bare pods are labelled; pods with an owner are never sent to the webhook.
-	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "wh-plain", Name: "bare"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}
-	g.Expect(k.Create(ctx, bare)).To(Succeed())
-	g.Expect(bare.Labels).To(HaveKeyWithValue("cc-wh", "shared"))
-	owned := bare.DeepCopy()
-	owned.ObjectMeta = metav1.ObjectMeta{Namespace: "wh-plain", Name: "owned", OwnerReferences: []metav1.OwnerReference{{
-		APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "00000000-0000-0000-0000-000000000001"}}}
-	g.Expect(k.Create(ctx, owned)).To(Succeed())
-	g.Expect(owned.Labels).NotTo(HaveKey("cc-wh"))
+			var wc admissionv1.MutatingWebhookConfiguration
+			g.Expect(k.Get(context.Background(), client.ObjectKey{Name: "orderly-labelpolicy-" + p.Name}, &wc)).To(Succeed())
+			g.Expect(wc.Labels).To(HaveKeyWithValue(labels.ManagedBy, labels.ManagedByValue))
+			ca, err := server.Admission.CABundle()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(wc.Webhooks[0].ClientConfig.CABundle).To(Equal(ca))
+		}})
 }
 
-// TestWebhookWithoutAnyValueStillDenies: the webhook fills nothing in when there is
-// nothing to fill in, and the validating policy rejects with its message.
-func TestWebhookWithoutAnyValueStillDenies(t *testing.T) {
+// TestRequestSeriesGoWithThePolicy: the webhook's series of a policy are removed with
+// it (they used to stay for ever, one set per policy ever deleted).
+func TestRequestSeriesGoWithThePolicy(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	createNS(t, "wh-none", map[string]string{"test": "wh-none"})
-	p := newPolicy("wh-none", "cc-none", policyv1alpha1.ActionDefault)
+	createNS(t, "wh-series", map[string]string{"test": "wh-series"})
+	p := newPolicy("wh-series", "cc-series", policyv1alpha1.ActionDefault)
+	p.Spec.DefaultValue = "x"
 	g.Expect(k.Create(ctx, p)).To(Succeed())
 	t.Cleanup(func() { _ = k.Delete(context.Background(), p) })
-	g.Eventually(func() error {
-		d := deployment("wh-none", "", nil)
+
+	const metric = "orderly_labelpolicy_webhook_requests_total"
+	g.Eventually(func(g Gomega) {
+		d := deployment("wh-series", "", nil)
 		d.GenerateName = "web-"
-		err := k.Create(ctx, d)
-		if err == nil {
-			_ = k.Delete(ctx, d)
-		}
-		return err
-	}, timeout, poll).Should(MatchError(ContainSubstring("has no label cc-none")))
+		g.Expect(k.Create(ctx, d)).To(Succeed())
+		_ = k.Delete(ctx, d)
+		g.Expect(d.Labels).To(HaveKeyWithValue("cc-series", "x"))
+	}, timeout, poll).Should(Succeed())
+	g.Expect(labelpolicytest.SeriesOf(g, metric, lpcontroller.MetricLabel, "wh-series")).NotTo(BeZero())
+
+	g.Expect(k.Delete(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) int {
+		return labelpolicytest.SeriesOf(g, metric, lpcontroller.MetricLabel, "wh-series")
+	}, timeout, poll).Should(BeZero())
 }
 
 // TestWebhookConfigurationIsRepaired: an edited or deleted MutatingWebhookConfiguration
@@ -237,7 +194,7 @@ func TestWebhookConfigurationIsRepaired(t *testing.T) {
 	g.Eventually(func() error { return k.Get(ctx, name, &wc) }, timeout, poll).Should(Succeed())
 	want := wc.Webhooks[0].DeepCopy()
 
-	wc.Webhooks[0].ClientConfig.URL = ptr("https://127.0.0.1:1/elsewhere")
+	wc.Webhooks[0].ClientConfig.URL = ptr.To("https://127.0.0.1:1/elsewhere")
 	wc.Webhooks[0].Rules = wc.Webhooks[0].Rules[:1]
 	g.Expect(k.Update(ctx, &wc)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -274,9 +231,12 @@ func TestCertificateSecret(t *testing.T) {
 	g.Expect(s.Labels).To(HaveKeyWithValue(labels.ManagedBy, labels.ManagedByValue))
 	g.Expect(s.Type).To(Equal(corev1.SecretTypeTLS))
 
+	// The Secret was written when the suite prepared the webhook, as by a first replica.
+	first := &certs.Manager{Client: k, Reader: k, Namespace: webhookNS, Name: webhookTLS, IPs: []net.IP{net.ParseIP("127.0.0.1")}}
+	g.Expect(first.Ensure(ctx)).To(Succeed())
 	replica := &certs.Manager{Client: k, Reader: k, Namespace: webhookNS, Name: webhookTLS, IPs: []net.IP{net.ParseIP("127.0.0.1")}}
 	g.Expect(replica.Ensure(ctx)).To(Succeed())
-	a, _ := certMgr.CABundle()
+	a, _ := server.Admission.CABundle()
 	b, _ := replica.CABundle()
 	g.Expect(b).To(Equal(a), "a second replica issued its own CA")
 	var after corev1.Secret
@@ -288,7 +248,7 @@ func TestCertificateSecret(t *testing.T) {
 	g.Expect(renew.Ensure(ctx)).To(Succeed())
 	c, _ := renew.CABundle()
 	g.Expect(c).To(Equal(a))
-	g.Expect(certMgr.Ensure(ctx)).To(Succeed(), "the first replica reloads the renewed certificate")
+	g.Expect(first.Ensure(ctx)).To(Succeed(), "the first replica reloads the renewed certificate")
 
 	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: webhookNS, Name: "someone-elses"}, StringData: map[string]string{"tls.crt": "x"}}
 	g.Expect(k.Create(ctx, foreign)).To(Succeed())
@@ -297,5 +257,3 @@ func TestCertificateSecret(t *testing.T) {
 	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: webhookNS, Name: "someone-elses"}, foreign)).To(Succeed())
 	g.Expect(string(foreign.Data["tls.crt"])).To(Equal("x"))
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -8,9 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -51,10 +52,16 @@ const (
 // Reconciler reconciles DatabaseServers.
 type Reconciler struct {
 	client.Client
-	// APIReader reads the admin credentials Secret, which the cache does not hold.
+	// APIReader reads the admin credentials Secret, which the cache does not hold,
+	// and the latest DatabaseServer when a status write loses its optimistic lock.
 	APIReader client.Reader
+	Recorder  kit.Recorder
 	Connector engine.Connector
 	Clock     clock.PassiveClock
+	// RecheckReachable and RecheckUnreachable are how soon a server is checked again
+	// after a check that reached it, or did not; zero takes the defaults (tests
+	// shorten them).
+	RecheckReachable, RecheckUnreachable time.Duration
 }
 
 // +kubebuilder:rbac:groups=data.orderly.dev,resources=databaseservers,verbs=get;list;watch;update;patch
@@ -62,6 +69,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=data.orderly.dev,resources=databaseservers/finalizers,verbs=update
 // +kubebuilder:rbac:groups=data.orderly.dev,resources=devdatabases,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Controller is the DatabaseServer controller as the manager runs it. It caches
 // nothing beyond DatabaseServers and DevDatabases.
@@ -69,14 +77,18 @@ var Controller = kit.Controller{Name: Name, Setup: Setup}
 
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Connector: deps.Databases, Clock: deps.Clock}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-databaseserver")),
+		Connector: deps.Databases, Clock: deps.ClockOrReal()}
 	return r.SetupWithManager(ctx, mgr, deps.Options)
 }
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
+	if r.RecheckReachable == 0 {
+		r.RecheckReachable = recheckReachable
+	}
+	if r.RecheckUnreachable == 0 {
+		r.RecheckUnreachable = recheckUnreachable
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &datav1alpha1.DevDatabase{}, usersIndex, func(o client.Object) []string {
 		return []string{o.(*datav1alpha1.DevDatabase).Spec.ServerRef}
@@ -111,30 +123,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var s datav1alpha1.DatabaseServer
 	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			forgetMetrics(req.Name)
-			r.Connector.Forget(req.Name)
-			return ctrl.Result{}, nil
+			r.forget(req.Name)
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !s.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, &s)
 	}
-	if !controllerutil.ContainsFinalizer(&s, finalizer) {
-		patch := client.MergeFrom(s.DeepCopy())
-		controllerutil.AddFinalizer(&s, finalizer)
-		if err := r.Patch(ctx, &s, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+	if err := kit.AddFinalizer(ctx, r.Client, r.APIReader, &s, finalizer); err != nil {
+		if errors.Is(err, kit.ErrDeleting) {
+			return r.finalize(ctx, &s)
 		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	obs := r.observe(ctx, &s)
 	if err := r.updateStatus(ctx, &s, obs); err != nil {
 		return ctrl.Result{}, err
 	}
 	if obs.err != nil {
-		return ctrl.Result{RequeueAfter: recheckUnreachable}, nil
+		return ctrl.Result{RequeueAfter: r.RecheckUnreachable}, nil
 	}
-	return ctrl.Result{RequeueAfter: recheckReachable}, nil
+	return ctrl.Result{RequeueAfter: r.RecheckReachable}, nil
 }
 
 // finalize lets a server being deleted go once no DevDatabase refers to it; until
@@ -149,14 +158,12 @@ func (r *Reconciler) finalize(ctx context.Context, s *datav1alpha1.DatabaseServe
 		return ctrl.Result{}, err
 	}
 	if len(users) == 0 {
-		patch := client.MergeFrom(s.DeepCopy())
-		controllerutil.RemoveFinalizer(s, finalizer)
-		if err := r.Patch(ctx, s, patch); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+		if err := kit.RemoveFinalizer(ctx, r.Client, r.APIReader, s, finalizer); err != nil {
+			return ctrl.Result{}, err
 		}
 		log.FromContext(ctx).Info("DatabaseServer released: no DevDatabase uses it any more", "databaseServer", s.Name)
-		forgetMetrics(s.Name)
-		r.Connector.Forget(s.Name)
+		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonReleased, "Delete", "No DevDatabase uses this server any more; it is deleted")
+		r.forget(s.Name)
 		return ctrl.Result{}, nil
 	}
 	obs := r.observe(ctx, s)
@@ -165,7 +172,14 @@ func (r *Reconciler) finalize(ctx context.Context, s *datav1alpha1.DatabaseServe
 		return ctrl.Result{}, err
 	}
 	// DevDatabases going away trigger a reconcile; the recheck covers a lost event.
-	return ctrl.Result{RequeueAfter: recheckUnreachable}, nil
+	return ctrl.Result{RequeueAfter: r.RecheckUnreachable}, nil
+}
+
+// forget drops what Orderly keeps for a server that is gone: its metric series and
+// its connection pool.
+func (r *Reconciler) forget(name string) {
+	series.Forget(client.ObjectKey{Name: name})
+	r.Connector.Forget(name)
 }
 
 // users lists the DevDatabases (namespace/name, sorted) that refer to server.
@@ -178,7 +192,7 @@ func (r *Reconciler) users(ctx context.Context, server string) ([]string, error)
 	for i := range list.Items {
 		out = append(out, list.Items[i].Namespace+"/"+list.Items[i].Name)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out, nil
 }
 

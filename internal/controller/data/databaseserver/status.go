@@ -4,24 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/kit"
 )
 
-// Condition reasons.
+// Condition (and Event) reasons.
 const (
 	ReasonReachable          = "Reachable"
 	ReasonUnreachable        = "Unreachable"
 	ReasonCredentialsMissing = "CredentialsMissing"
 	// ReasonInUse: the server is being deleted and DevDatabases still refer to it.
 	ReasonInUse = "InUse"
+	// ReasonReleased (an Event only): the last DevDatabase went and the server with it.
+	ReasonReleased = "Released"
 )
 
 // listedUsers is how many DevDatabases an InUse message names.
@@ -29,11 +31,8 @@ const listedUsers = 5
 
 // inUseMessage names a few of the DevDatabases holding a server being deleted.
 func inUseMessage(users []string) string {
-	names := strings.Join(users[:min(len(users), listedUsers)], ", ")
-	if len(users) > listedUsers {
-		names += fmt.Sprintf(" and %d more", len(users)-listedUsers)
-	}
-	return fmt.Sprintf("Being deleted; waiting for %d DevDatabase(s) that use this server to be deleted (their databases are dropped first): %s", len(users), names)
+	return fmt.Sprintf("Being deleted; waiting for %d DevDatabase(s) that use this server to be deleted (their databases are dropped first): %s",
+		len(users), kit.FirstN(users, listedUsers))
 }
 
 // computeStatus derives the status from one observation. lastCheckTime changes on
@@ -42,11 +41,7 @@ func inUseMessage(users []string) string {
 func computeStatus(s *datav1alpha1.DatabaseServer, obs observation) datav1alpha1.DatabaseServerStatus {
 	st := *s.Status.DeepCopy()
 	st.ObservedGeneration = s.Generation
-	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.Generation,
-		})
-	}
+	conds := kit.ConditionsOf(&st.Conditions, s.Generation)
 	if obs.err != nil {
 		reason := ReasonUnreachable
 		if errors.Is(obs.err, engine.ErrCredentials) {
@@ -54,18 +49,18 @@ func computeStatus(s *datav1alpha1.DatabaseServer, obs observation) datav1alpha1
 		}
 		st.Reachable = false
 		msg := fmt.Sprintf("Cannot use server %s:%d: %v", s.Spec.Host, s.Spec.Port, obs.err)
-		set(datav1alpha1.ConditionReachable, metav1.ConditionFalse, reason, msg)
-		set(datav1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		conds.False(datav1alpha1.ConditionReachable, reason, msg)
+		conds.False(datav1alpha1.ConditionReady, reason, msg)
 	} else {
 		st.Reachable = true
 		st.ServerVersion = obs.info.Version
 		st.DatabasesInUse = int32(obs.info.OwnedDatabases)
-		set(datav1alpha1.ConditionReachable, metav1.ConditionTrue, ReasonReachable, "Connected and logged in as the admin")
-		set(datav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReachable,
+		conds.True(datav1alpha1.ConditionReachable, ReasonReachable, "Connected and logged in as the admin")
+		conds.True(datav1alpha1.ConditionReady, ReasonReachable,
 			fmt.Sprintf("PostgreSQL %s; %d DevDatabase(s) on the server", obs.info.Version, obs.info.OwnedDatabases))
 	}
 	if obs.deleting {
-		set(datav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonInUse, inUseMessage(obs.users))
+		conds.False(datav1alpha1.ConditionReady, ReasonInUse, inUseMessage(obs.users))
 	}
 	prev := s.Status.DeepCopy()
 	prev.LastCheckTime, st.LastCheckTime = nil, nil
@@ -77,16 +72,47 @@ func computeStatus(s *datav1alpha1.DatabaseServer, obs observation) datav1alpha1
 	return st
 }
 
+// updateStatus writes the status computed from obs, records the metrics, and sends
+// the Events of the transitions that the write made.
 func (r *Reconciler) updateStatus(ctx context.Context, s *datav1alpha1.DatabaseServer, obs observation) error {
-	st := computeStatus(s, obs)
-	recordMetrics(s.Name, st)
-	if equality.Semantic.DeepEqual(st, s.Status) {
-		return nil
+	generation := s.Generation
+	// before is the status the written one replaced: compute runs again on the
+	// latest version after a lost optimistic lock, so it is taken there.
+	var before datav1alpha1.DatabaseServerStatus
+	err := kit.PatchStatus(ctx, r.Client, r.APIReader, s, func(cur *datav1alpha1.DatabaseServer) {
+		before = *cur.Status.DeepCopy()
+		cur.Status = computeStatus(cur, obs)
+	})
+	recordMetrics(s.Name, s.Status)
+	if err != nil {
+		return err
 	}
-	patch := client.MergeFrom(s.DeepCopy())
-	s.Status = st
-	if err := r.Status().Patch(ctx, s, patch); err != nil {
-		return fmt.Errorf("updating status: %w", err)
+	// A status dropped for a newer generation is reported, with its Events, by the
+	// reconcile that the spec change triggers.
+	if s.Generation == generation {
+		r.recordTransitions(s, before)
 	}
 	return nil
+}
+
+// recordTransitions sends an Event for each change a person cares about between the
+// status before and s's: reachable again, unreachable (or its cause changed), and
+// deletion held by DevDatabases. Only changes: a server that stays down is not
+// reported on every check.
+func (r *Reconciler) recordTransitions(s *datav1alpha1.DatabaseServer, before datav1alpha1.DatabaseServerStatus) {
+	was := meta.FindStatusCondition(before.Conditions, datav1alpha1.ConditionReachable)
+	now := meta.FindStatusCondition(s.Status.Conditions, datav1alpha1.ConditionReachable)
+	if now != nil && (was == nil || was.Status != now.Status || was.Reason != now.Reason) {
+		if now.Status == metav1.ConditionTrue {
+			r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonReachable, "Check",
+				"Connected to %s:%d as the admin (PostgreSQL %s)", s.Spec.Host, s.Spec.Port, s.Status.ServerVersion)
+		} else {
+			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, now.Reason, "Check", "%s", now.Message)
+		}
+	}
+	wasReady := meta.FindStatusCondition(before.Conditions, datav1alpha1.ConditionReady)
+	ready := meta.FindStatusCondition(s.Status.Conditions, datav1alpha1.ConditionReady)
+	if ready != nil && ready.Reason == ReasonInUse && (wasReady == nil || wasReady.Reason != ReasonInUse) {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonInUse, "Delete", "%s", ready.Message)
+	}
 }

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -52,7 +51,8 @@ const (
 // Reconciler reconciles DevDatabases.
 type Reconciler struct {
 	client.Client
-	// APIReader reads the servers' admin credentials, which the cache does not hold.
+	// APIReader reads the servers' admin credentials, which the cache does not hold,
+	// and the latest DevDatabase when a write loses its optimistic lock.
 	APIReader client.Reader
 	Recorder  kit.Recorder
 	Connector engine.Connector
@@ -73,7 +73,7 @@ var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-devdatabase")),
-		Connector: deps.Databases, Clock: deps.Clock}
+		Connector: deps.Databases, Clock: deps.ClockOrReal()}
 	return r.SetupWithManager(ctx, mgr, deps.Options)
 }
 
@@ -85,9 +85,6 @@ func Cache() kit.CacheRules {
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &datav1alpha1.DevDatabase{}, serverIndex, func(o client.Object) []string {
 		return []string{o.(*datav1alpha1.DevDatabase).Spec.ServerRef}
 	}); err != nil {
@@ -104,7 +101,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		// Annotation changes too: `kubectl annotate` makes Orderly look again now.
 		For(&datav1alpha1.DevDatabase{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&corev1.Secret{}).
-		Watches(&datav1alpha1.DatabaseServer{}, handler.EnqueueRequestsFromMapFunc(r.devDatabasesOnServer),
+		Watches(&datav1alpha1.DatabaseServer{}, forgetServerOnDelete{handler.EnqueueRequestsFromMapFunc(r.devDatabasesOnServer)},
 			builder.WithPredicates(serverChanged{})).
 		Complete(r)
 }
@@ -121,6 +118,16 @@ func (serverChanged) Update(e event.UpdateEvent) bool {
 	}
 	return o.Generation != n.Generation || o.Status.Reachable != n.Status.Reachable ||
 		o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
+}
+
+// forgetServerOnDelete drops the per-server series of a DatabaseServer that is gone
+// (this controller counts the databases it creates and drops on each server), and
+// otherwise handles server events as its EventHandler does.
+type forgetServerOnDelete struct{ handler.EventHandler }
+
+func (h forgetServerOnDelete) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	serverSeries.Forget(client.ObjectKey{Name: e.Object.GetName()})
+	h.EventHandler.Delete(ctx, e, q)
 }
 
 func (r *Reconciler) devDatabasesOnServer(ctx context.Context, o client.Object) []reconcile.Request {
@@ -140,17 +147,19 @@ func (r *Reconciler) devDatabasesOnServer(ctx context.Context, o client.Object) 
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var d datav1alpha1.DevDatabase
 	if err := r.Get(ctx, req.NamespacedName, &d); err != nil {
+		if apierrors.IsNotFound(err) {
+			objectSeries.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !d.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, &d)
 	}
-	if !controllerutil.ContainsFinalizer(&d, finalizer) {
-		patch := client.MergeFrom(d.DeepCopy())
-		controllerutil.AddFinalizer(&d, finalizer)
-		if err := r.Patch(ctx, &d, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+	if err := kit.AddFinalizer(ctx, r.Client, r.APIReader, &d, finalizer); err != nil {
+		if errors.Is(err, kit.ErrDeleting) {
+			return r.finalize(ctx, &d)
 		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
 	now := r.Clock.Now()
@@ -209,7 +218,7 @@ func (r *Reconciler) finalize(ctx context.Context, d *datav1alpha1.DevDatabase) 
 		if err := r.drop(ctx, d, &server); err != nil {
 			now := r.Clock.Now()
 			out := outcomeFor(err, datav1alpha1.PhaseDeleting)
-			if uerr := r.updateStatus(ctx, d, out, now); uerr != nil && !apierrors.IsNotFound(uerr) {
+			if uerr := r.updateStatus(ctx, d, out, now); uerr != nil {
 				log.FromContext(ctx).Error(uerr, "Updating DevDatabase status while deleting")
 			}
 			if errors.Is(err, engine.ErrNotOwned) {
@@ -223,14 +232,9 @@ func (r *Reconciler) finalize(ctx context.Context, d *datav1alpha1.DevDatabase) 
 	if err := r.deleteSecrets(ctx, d, ""); err != nil {
 		return ctrl.Result{}, err
 	}
-	patch := client.MergeFrom(d.DeepCopy())
-	controllerutil.RemoveFinalizer(d, finalizer)
-	if err := r.Patch(ctx, d, patch); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	if err := kit.RemoveFinalizer(ctx, r.Client, r.APIReader, d, finalizer); err != nil {
+		return ctrl.Result{}, err
 	}
+	objectSeries.Forget(client.ObjectKeyFromObject(d))
 	return ctrl.Result{}, nil
-}
-
-func condition(d *datav1alpha1.DevDatabase, typ string) bool {
-	return meta.IsStatusConditionTrue(d.Status.Conditions, typ)
 }

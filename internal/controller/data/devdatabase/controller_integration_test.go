@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
@@ -406,8 +407,8 @@ func TestLimitsPerServerAndPerNamespace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	s := newServer(t, pg, func(sp *datav1alpha1.DatabaseServerSpec) {
-		sp.Limits.MaxDatabases = ptr(int32(2))
-		sp.Limits.MaxDatabasesPerNamespace = ptr(int32(1))
+		sp.Limits.MaxDatabases = ptr.To(int32(2))
+		sp.Limits.MaxDatabasesPerNamespace = ptr.To(int32(1))
 	})
 	ns1, ns2, ns3 := newNamespace(t, nil), newNamespace(t, nil), newNamespace(t, nil)
 	a := newDevDB(t, ns1, "a", s.Name, nil)
@@ -508,5 +509,3 @@ func TestUnreachableServerIsReportedAndRetried(t *testing.T) {
 	}, 60*time.Second, poll).Should(BeTrue())
 	g.Expect(databaseExists(t, down, got.Status.Database)).To(BeFalse())
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -1,10 +1,12 @@
 package devdatabase
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +21,12 @@ import (
 // expiresAt is the creation time plus the ttl.
 func expiresAt(d *datav1alpha1.DevDatabase) time.Time {
 	return d.CreationTimestamp.Add(d.Spec.TTL.Duration)
+}
+
+// ttlTooLong says whether server s refuses a DevDatabase with ttl: longer than its
+// maxTTL (none when zero).
+func ttlTooLong(s *datav1alpha1.DatabaseServer, ttl time.Duration) bool {
+	return s.Spec.MaxTTL.Duration > 0 && ttl > s.Spec.MaxTTL.Duration
 }
 
 func expired(d *datav1alpha1.DevDatabase, now time.Time) bool {
@@ -75,9 +83,9 @@ func (r *Reconciler) admit(ctx context.Context, d *datav1alpha1.DevDatabase, s *
 				message: fmt.Sprintf("DatabaseServer %s does not allow namespace %s (allowedNamespaces: %s)", s.Name, d.Namespace, selector)}, false
 		}
 	}
-	if maxTTL := s.Spec.MaxTTL.Duration; maxTTL > 0 && d.Spec.TTL.Duration > maxTTL {
+	if ttlTooLong(s, d.Spec.TTL.Duration) {
 		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonTTLTooLong,
-			message: fmt.Sprintf("ttl %s is longer than DatabaseServer %s allows (maxTTL %s)", d.Spec.TTL.Duration, s.Name, maxTTL)}, false
+			message: fmt.Sprintf("ttl %s is longer than DatabaseServer %s allows (maxTTL %s)", d.Spec.TTL.Duration, s.Name, s.Spec.MaxTTL.Duration)}, false
 	}
 	if d.Spec.Template != "" && templateDatabase(s, d.Spec.Template) == "" {
 		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonTemplateNotFound,
@@ -120,15 +128,18 @@ func (r *Reconciler) withinLimits(ctx context.Context, d *datav1alpha1.DevDataba
 		}
 	}
 	ready := func(o *datav1alpha1.DevDatabase) bool { return o.Status.Phase == datav1alpha1.PhaseReady }
-	sort.SliceStable(live, func(i, j int) bool {
-		a, b := live[i], live[j]
-		if ready(a) != ready(b) {
-			return ready(a)
+	notReady := func(o *datav1alpha1.DevDatabase) int {
+		if ready(o) {
+			return 0
 		}
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+		return 1
+	}
+	slices.SortStableFunc(live, func(a, b *datav1alpha1.DevDatabase) int {
+		return cmp.Or(
+			cmp.Compare(notReady(a), notReady(b)),
+			a.CreationTimestamp.Compare(b.CreationTimestamp.Time),
+			strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name),
+		)
 	})
 	if ready(d) {
 		return "", true, nil
@@ -192,7 +203,7 @@ func (r *Reconciler) ensure(ctx context.Context, d *datav1alpha1.DevDatabase, s 
 			what = "cloned from template " + d.Spec.Template
 		}
 		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, "DatabaseCreated", "Create", "Created database %s (%s) with role %s on %s", db.Name, what, db.Role, s.Name)
-		created.WithLabelValues(s.Name).Inc()
+		countCreated(s.Name)
 	}
 	if err := r.ensureSecret(ctx, d, current, srv, db); err != nil {
 		if errors.Is(err, errSecretConflict) {
@@ -220,7 +231,7 @@ func (r *Reconciler) drop(ctx context.Context, d *datav1alpha1.DevDatabase, s *d
 	if err := e.Drop(ctx, engineDatabase(d), retain); err != nil {
 		return err
 	}
-	dropped.WithLabelValues(s.Name).Inc()
+	countDropped(s.Name)
 	return nil
 }
 

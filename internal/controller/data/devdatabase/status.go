@@ -7,13 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // Condition reasons.
@@ -103,60 +102,62 @@ func computeStatus(d *datav1alpha1.DevDatabase, o outcome, now time.Time) datav1
 	}
 	at := metav1.NewTime(expiresAt(d))
 	st.ExpiresAt = &at
-	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: truncate(msg, 32768), ObservedGeneration: d.Generation,
-		})
-	}
-	ready := metav1.ConditionFalse
+	conds := kit.ConditionsOf(&st.Conditions, d.Generation)
 	if st.Phase == datav1alpha1.PhaseReady {
-		ready = metav1.ConditionTrue
+		conds.True(datav1alpha1.ConditionReady, o.reason, o.message)
+	} else {
+		conds.False(datav1alpha1.ConditionReady, o.reason, o.message)
 	}
-	set(datav1alpha1.ConditionReady, ready, o.reason, o.message)
 	switch {
 	case o.unreachable:
-		set(datav1alpha1.ConditionServerReachable, metav1.ConditionFalse, ReasonServerUnreachable, o.message)
+		conds.False(datav1alpha1.ConditionServerReachable, ReasonServerUnreachable, o.message)
 	case o.reachable:
-		set(datav1alpha1.ConditionServerReachable, metav1.ConditionTrue, ReasonServerReachable, "Orderly reached the server")
+		conds.True(datav1alpha1.ConditionServerReachable, ReasonServerReachable, "Orderly reached the server")
 	}
 	if st.Phase != datav1alpha1.PhaseExpired && !now.Before(warnAt(d)) {
-		set(datav1alpha1.ConditionExpiringSoon, metav1.ConditionTrue, ReasonExpiringSoon,
+		conds.True(datav1alpha1.ConditionExpiringSoon, ReasonExpiringSoon,
 			fmt.Sprintf("The database is dropped at %s; extend with `orderly db extend %s --by 24h`", at.UTC().Format(time.RFC3339), d.Name))
 	} else {
-		set(datav1alpha1.ConditionExpiringSoon, metav1.ConditionFalse, ReasonNotExpiringSoon, "")
+		conds.False(datav1alpha1.ConditionExpiringSoon, ReasonNotExpiringSoon, "")
 	}
 	return st
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+// updateStatus writes the status computed from o when it changed, records the
+// phase metric, and sends the Events that belong to the condition changes it made.
+func (r *Reconciler) updateStatus(ctx context.Context, d *datav1alpha1.DevDatabase, o outcome, now time.Time) error {
+	generation := d.Generation
+	// before is the status the written one replaced: compute runs again on the
+	// latest version after a lost optimistic lock, so it is taken there.
+	var before datav1alpha1.DevDatabaseStatus
+	err := kit.PatchStatus(ctx, r.Client, r.APIReader, d, func(cur *datav1alpha1.DevDatabase) {
+		before = *cur.Status.DeepCopy()
+		cur.Status = computeStatus(cur, o, now)
+	})
+	recordPhase(d)
+	if err != nil {
+		return err
 	}
-	return s[:n-3] + "..."
+	// A status dropped for a newer generation is reported, with its Events, by the
+	// reconcile that the spec change triggers.
+	if d.Generation == generation {
+		r.recordTransitions(d, before)
+	}
+	return nil
 }
 
-// updateStatus writes the status when it changed and sends the Events that belong
-// to condition changes.
-func (r *Reconciler) updateStatus(ctx context.Context, d *datav1alpha1.DevDatabase, o outcome, now time.Time) error {
-	st := computeStatus(d, o, now)
-	if meta.IsStatusConditionTrue(st.Conditions, datav1alpha1.ConditionExpiringSoon) && !condition(d, datav1alpha1.ConditionExpiringSoon) {
+// recordTransitions sends the Events of the condition changes between before and
+// d's status: expiring soon, and each new reason for not being ready.
+func (r *Reconciler) recordTransitions(d *datav1alpha1.DevDatabase, before datav1alpha1.DevDatabaseStatus) {
+	st := d.Status
+	if meta.IsStatusConditionTrue(st.Conditions, datav1alpha1.ConditionExpiringSoon) && !meta.IsStatusConditionTrue(before.Conditions, datav1alpha1.ConditionExpiringSoon) {
 		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, ReasonExpiringSoon, "Expire",
 			"Database %s is dropped at %s; extend with `orderly db extend %s --by 24h`", st.Database, st.ExpiresAt.UTC().Format(time.RFC3339), d.Name)
 	}
-	prevReady := meta.FindStatusCondition(d.Status.Conditions, datav1alpha1.ConditionReady)
+	prevReady := meta.FindStatusCondition(before.Conditions, datav1alpha1.ConditionReady)
 	newReady := meta.FindStatusCondition(st.Conditions, datav1alpha1.ConditionReady)
 	if newReady != nil && newReady.Status == metav1.ConditionFalse && newReady.Reason != ReasonExpired &&
 		(prevReady == nil || prevReady.Reason != newReady.Reason) && st.Phase != datav1alpha1.PhaseDeleting {
-		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, newReady.Reason, "Reconcile", "%s", truncate(newReady.Message, 1024))
+		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, newReady.Reason, "Reconcile", "%s", newReady.Message)
 	}
-	recordPhase(d, st.Phase)
-	if equality.Semantic.DeepEqual(st, d.Status) {
-		return nil
-	}
-	patch := client.MergeFrom(d.DeepCopy())
-	d.Status = st
-	if err := r.Status().Patch(ctx, d, patch); err != nil {
-		return fmt.Errorf("updating status: %w", err)
-	}
-	return nil
 }

@@ -6,14 +6,13 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
-	"orderly.dev/orderly/internal/labels"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // applyAdmission writes the admission objects compiled for mode with server-side
@@ -22,11 +21,11 @@ import (
 func (r *Reconciler) applyAdmission(ctx context.Context, p *policyv1alpha1.LabelPolicy, mode string) error {
 	var endpoint *admission.Endpoint
 	if mode == policyv1alpha1.AdmissionModeWebhook && needsMutation(p) {
-		ca, err := r.WebhookCABundle()
+		ca, err := r.Admission.CABundle()
 		if err != nil {
 			return err
 		}
-		e := *r.Webhook
+		e := *r.Admission.Webhook
 		e.CABundle = ca
 		endpoint = &e
 	}
@@ -59,33 +58,19 @@ func (r *Reconciler) applyAdmission(ctx context.Context, p *policyv1alpha1.Label
 }
 
 func (r *Reconciler) apply(ctx context.Context, p *policyv1alpha1.LabelPolicy, o client.Object) error {
-	gvk, err := r.GroupVersionKindFor(o)
-	if err != nil {
-		return err
-	}
 	if err := controllerutil.SetControllerReference(p, o, r.Scheme()); err != nil {
 		return err
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetGroupVersionKind(gvk)
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	unstructured.RemoveNestedField(u.Object, "status")
-	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(labels.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("applying %s %s: %w", gvk.Kind, o.GetName(), err)
-	}
-	return nil
+	return kit.Apply(ctx, r.Client, o)
 }
 
 // deleteOwned deletes the object of o's kind generated for p, if it exists and is ours.
+// Ours means controlled by p: labels anyone can write, so they never decide a deletion.
 func (r *Reconciler) deleteOwned(ctx context.Context, p *policyv1alpha1.LabelPolicy, o client.Object) error {
 	if err := r.Get(ctx, client.ObjectKey{Name: objectName(p)}, o); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if o.GetLabels()[policyv1alpha1.PolicyLabel] != p.Name {
+	if !metav1.IsControlledBy(o, p) {
 		return nil
 	}
 	if err := r.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/labels"
 )
 
 // maxTopViolations bounds status.topViolations.
@@ -174,7 +175,7 @@ func (r *Reconciler) labelMetadata(ctx context.Context, item *metav1.PartialObje
 	}
 	obj := item.DeepCopy()
 	obj.SetGroupVersionKind(listGVK.GroupVersion().WithKind(listGVK.Kind[:len(listGVK.Kind)-len("List")]))
-	if err := r.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("orderly")); err != nil {
+	if err := r.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(labels.FieldManager)); err != nil {
 		return fmt.Errorf("labelling %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, item.Namespace, item.Name, err)
 	}
 	return nil

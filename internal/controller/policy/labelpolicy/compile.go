@@ -9,6 +9,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
@@ -134,7 +135,7 @@ func matchConstraints(p *policyv1alpha1.LabelPolicy) *admissionv1.MatchResources
 		slices.Sort(res)
 		rules = append(rules, admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
 			Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
-			Rule:       admissionv1.Rule{APIGroups: []string{g}, APIVersions: []string{"v1"}, Resources: res, Scope: ptr(admissionv1.NamespacedScope)},
+			Rule:       admissionv1.Rule{APIGroups: []string{g}, APIVersions: []string{"v1"}, Resources: res, Scope: ptr.To(admissionv1.NamespacedScope)},
 		}})
 	}
 	equivalent := admissionv1.Equivalent
@@ -270,7 +271,7 @@ func compileVAP(p *policyv1alpha1.LabelPolicy) *admissionv1.ValidatingAdmissionP
 				Expression:        fmt.Sprintf("(%s) || (request.operation == 'UPDATE' && oldObject != null && variables.value == variables.oldValue)", allowedExpr(p, "variables.value")),
 				Message:           fmt.Sprintf("LabelPolicy %s: label %s is missing or not allowed. Allowed: %s. To fix: %s", p.Name, p.Spec.Label, allowedDescription(p), fixHint(p)),
 				MessageExpression: msg,
-				Reason:            ptr(metav1.StatusReasonForbidden),
+				Reason:            ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
 	}
@@ -391,7 +392,7 @@ func compileWebhook(p *policyv1alpha1.LabelPolicy, e *admission.Endpoint) *admis
 	path := WebhookPathPrefix + p.Name
 	cc := admissionv1.WebhookClientConfig{CABundle: e.CABundle}
 	if e.URL != "" {
-		cc.URL = ptr(strings.TrimSuffix(e.URL, "/") + path)
+		cc.URL = ptr.To(strings.TrimSuffix(e.URL, "/") + path)
 	} else if e.Service != nil {
 		svc := *e.Service
 		svc.Path = &path
@@ -416,10 +417,10 @@ func compileWebhook(p *policyv1alpha1.LabelPolicy, e *admission.Endpoint) *admis
 			MatchPolicy:             match.MatchPolicy,
 			NamespaceSelector:       match.NamespaceSelector,
 			ObjectSelector:          match.ObjectSelector,
-			SideEffects:             ptr(admissionv1.SideEffectClassNone),
+			SideEffects:             ptr.To(admissionv1.SideEffectClassNone),
 			TimeoutSeconds:          &timeout,
 			AdmissionReviewVersions: []string{"v1"},
-			ReinvocationPolicy:      ptr(admissionv1.NeverReinvocationPolicy),
+			ReinvocationPolicy:      ptr.To(admissionv1.NeverReinvocationPolicy),
 			MatchConditions:         []admissionv1.MatchCondition{barePodsOnly},
 		}},
 	}
@@ -451,5 +452,3 @@ func CompilePattern(p *policyv1alpha1.LabelPolicy) (*regexp.Regexp, error) {
 	}
 	return re, nil
 }
-
-func ptr[T any](v T) *T { return &v }

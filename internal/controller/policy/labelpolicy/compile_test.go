@@ -7,6 +7,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
@@ -246,7 +247,7 @@ func TestCompileWebhook(t *testing.T) {
 	})
 	t.Run("service", func(t *testing.T) {
 		c := Compile(p, policyv1alpha1.AdmissionModeWebhook, &admission.Endpoint{
-			Service:       &admissionv1.ServiceReference{Namespace: "orderly-system", Name: "orderly-webhook", Port: ptr(int32(443))},
+			Service:       &admissionv1.ServiceReference{Namespace: "orderly-system", Name: "orderly-webhook", Port: ptr.To(int32(443))},
 			FailurePolicy: admissionv1.Fail, TimeoutSeconds: 3,
 		})
 		w := c.Webhook.Webhooks[0]

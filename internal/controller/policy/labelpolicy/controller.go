@@ -10,9 +10,9 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -40,35 +40,35 @@ const DefaultAuditInterval = 5 * time.Minute
 type Reconciler struct {
 	client.Client
 	// APIReader lists workloads page by page straight from the API server, so the
-	// cache never holds every workload of the cluster.
+	// cache never holds every workload of the cluster. Status writes re-read the
+	// policy from it when they lose the optimistic lock.
 	APIReader client.Reader
 	Recorder  kit.Recorder
+	// Clock dates the audits and decides when the next one is due; the wall clock
+	// when nil.
+	Clock clock.PassiveClock
 	// AuditInterval is the time between audits; DefaultAuditInterval when zero.
 	AuditInterval time.Duration
-	// Mutation says how missing labels are filled in; admission.Auto when empty.
-	Mutation admission.Mode
-	// Webhook is how the API server reaches Orderly's mutating webhook; nil when the
-	// manager serves none. Its CABundle is filled in from WebhookCABundle.
-	Webhook *admission.Endpoint
-	// WebhookCABundle returns the CA certificate of the webhook's serving certificate,
-	// read at every reconcile so that a renewed CA reaches the configurations.
-	WebhookCABundle func() ([]byte, error)
-	// DiscoveryInterval is how often the API server is asked whether it serves
+	// Admission says how missing labels are filled in, whether the API server served
+	// MutatingAdmissionPolicy at start-up, and how it reaches Orderly's webhook.
+	Admission admission.Config
+	// DiscoveryInterval is how often the API server is asked again whether it serves
 	// MutatingAdmissionPolicy; DefaultDiscoveryInterval when zero.
 	DiscoveryInterval time.Duration
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
 
 	// mapServed is whether the API server serves MutatingAdmissionPolicy at
-	// admissionregistration.k8s.io/v1, as discovery last said.
+	// admissionregistration.k8s.io/v1: Admission.MAPServed at start-up, then what
+	// discovery last said.
 	mapServed    atomic.Bool
 	watchMAPOnce sync.Once
 	ctrl         controller.Controller
 	cache        cache.Cache
 
 	// audited remembers the last audit per policy (auditMark), only to avoid auditing
-	// twice when the next reconcile reads a cached policy whose status is not yet
-	// updated; status stays the source of truth.
+	// again when the next reconcile reads a cached policy whose status does not show
+	// that audit yet: an audit lists every matched workload of the cluster. Status
+	// stays the source of truth, and kit.PatchStatus keeps a status computed from such
+	// a stale copy from overwriting the audit's results.
 	audited sync.Map
 }
 
@@ -93,9 +93,19 @@ var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
 
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-labelpolicy")),
-		Mutation: deps.Admission.Mode, Webhook: deps.Admission.Webhook, WebhookCABundle: deps.Admission.CABundle}
-	return r.SetupWithManager(ctx, mgr, deps.Options)
+	return NewReconciler(mgr, deps).SetupWithManager(ctx, mgr, deps.Options)
+}
+
+// NewReconciler is the reconciler the manager runs, before SetupWithManager; tests
+// change its settings in between.
+func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
+	return &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  kit.NewRecorder(mgr.GetEventRecorder("orderly-labelpolicy")),
+		Clock:     deps.ClockOrReal(),
+		Admission: deps.Admission,
+	}
 }
 
 // Cache narrows the manager's cache to the admission objects Orderly manages. The
@@ -111,23 +121,22 @@ func Cache() kit.CacheRules {
 	}
 }
 
-// SetupWithManager registers the controller with mgr.
+// SetupWithManager registers the controller with mgr. Whether the API server serves
+// MutatingAdmissionPolicy comes from r.Admission.MAPServed, which the manager asked
+// once at start-up; the controller asks again every DiscoveryInterval.
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	if r.Mutation == "" {
-		r.Mutation = admission.Auto
+	if r.Admission.Mode == "" {
+		r.Admission.Mode = admission.Auto
 	}
-	served, err := admission.ServesMutatingAdmissionPolicy(mgr.GetConfig())
-	if err != nil {
-		return err
+	served := r.Admission.MAPServed
+	if r.Admission.Mode == admission.Native && !served {
+		return fmt.Errorf("LabelPolicy mutation mode %q: the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy", r.Admission.Mode)
 	}
-	if r.Mutation == admission.Native && !served {
-		return fmt.Errorf("LabelPolicy mutation mode %q: the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy", r.Mutation)
+	if r.Admission.Webhook != nil && r.Admission.CABundle == nil {
+		return errors.New("a LabelPolicy webhook endpoint needs its CABundle")
 	}
-	if r.Webhook != nil && r.WebhookCABundle == nil {
-		return errors.New("a LabelPolicy webhook endpoint needs WebhookCABundle")
-	}
-	if r.Mutation == admission.Webhook && r.Webhook == nil {
-		return fmt.Errorf("LabelPolicy mutation mode %q needs a webhook endpoint", r.Mutation)
+	if r.Admission.Mode == admission.Webhook && r.Admission.Webhook == nil {
+		return fmt.Errorf("LabelPolicy mutation mode %q needs a webhook endpoint", r.Admission.Mode)
 	}
 	r.mapServed.Store(served)
 	events := make(chan event.GenericEvent)
@@ -157,10 +166,10 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 }
 
 func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+	if r.Clock == nil {
+		return time.Now()
 	}
-	return time.Now()
+	return r.Clock.Now()
 }
 
 func (r *Reconciler) auditInterval() time.Duration {
@@ -177,7 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			// The admission objects carry owner references: the garbage collector
 			// removes them.
-			forgetMetrics(req.Name)
+			series.Forget(req.NamespacedName)
 			r.audited.Delete(req.Name)
 			return ctrl.Result{}, nil
 		}
@@ -196,23 +205,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	obs.admissionErr = r.applyAdmission(ctx, &p, obs.mode)
 
-	if r.staleStatus(&p) {
-		// This copy of the policy predates the status our last audit wrote: writing a
-		// status computed from it would undo that audit's results. The cache catches
-		// up in moments.
-		return ctrl.Result{RequeueAfter: time.Second}, obs.admissionErr
-	}
 	now := r.now()
 	last, due := r.lastAudit(&p)
 	due = due || !now.Before(last.Add(r.auditInterval()))
 	if due {
+		// The duration is measured on the wall clock: it is how long the audit took,
+		// not a date.
 		start := time.Now()
 		res, auditErr := r.audit(ctx, &p, re)
 		if auditErr != nil {
 			log.FromContext(ctx).Error(auditErr, "Auditing workloads for LabelPolicy", "labelpolicy", p.Name)
 			obs.auditErr = auditErr
 		} else {
-			recordAudit(p.Name, res, time.Since(start).Seconds())
+			recordAudit(req.NamespacedName, res, time.Since(start).Seconds())
 			obs.audit = res
 			obs.auditTime = now
 		}
@@ -236,20 +241,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: next}, nil
 }
 
-// staleStatus says whether p's status is older than the last audit this process
-// wrote for p's current generation.
-func (r *Reconciler) staleStatus(p *policyv1alpha1.LabelPolicy) bool {
-	v, ok := r.audited.Load(p.Name)
-	if !ok {
-		return false
-	}
-	m := v.(auditMark)
-	if m.uid != p.UID || m.generation != p.Generation {
-		return false
-	}
-	return p.Status.LastAuditTime == nil || p.Status.LastAuditTime.Before(&metav1.Time{Time: m.at.Truncate(time.Second)})
-}
-
 // lastAudit returns when the policy's current generation was last audited, and
 // whether an audit is due regardless of the time (never audited, or spec changed).
 func (r *Reconciler) lastAudit(p *policyv1alpha1.LabelPolicy) (time.Time, bool) {
@@ -263,9 +254,4 @@ func (r *Reconciler) lastAudit(p *policyv1alpha1.LabelPolicy) (time.Time, bool) 
 		return time.Time{}, true
 	}
 	return p.Status.LastAuditTime.Time, false
-}
-
-// eventf records an Event on the policy.
-func (r *Reconciler) eventf(p *policyv1alpha1.LabelPolicy, typ, reason, action, format string, args ...any) {
-	r.Recorder.Eventf(p, nil, typ, reason, action, format, args...)
 }

@@ -15,10 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/controller/policy/labelpolicy/labelpolicytest"
+	"orderly.dev/orderly/internal/labels"
 )
 
 // Every test has its own label key and namespaces, selected by namespaceSelector, so
@@ -103,6 +106,9 @@ func TestDenyRejectsMissingAndNotAllowedLabels(t *testing.T) {
 	ctx := context.Background()
 	createNS(t, "deny-a", map[string]string{"test": "deny"})
 	createNS(t, "deny-excluded", map[string]string{"test": "deny"})
+	// Workloads that predate the policy and violate it.
+	g.Expect(k.Create(ctx, deployment("deny-a", "legacy-missing", nil))).To(Succeed())
+	g.Expect(k.Create(ctx, deployment("deny-a", "legacy-wrong", map[string]string{"cc-deny": "hr"}))).To(Succeed())
 	p := newPolicy("deny", "cc-deny", policyv1alpha1.ActionDeny)
 	p.Spec.AllowedValues = []string{"finance", "sales"}
 	p.Spec.Match.ExcludedNamespaces = []string{"deny-excluded"}
@@ -129,6 +135,18 @@ func TestDenyRejectsMissingAndNotAllowedLabels(t *testing.T) {
 
 	// An update that keeps an existing violation as it was is admitted (controllers
 	// must keep working); removing an allowed label is not.
+	for name, want := range map[string]string{"legacy-missing": "", "legacy-wrong": "hr"} {
+		var d appsv1.Deployment
+		g.Expect(k.Get(ctx, client.ObjectKey{Namespace: "deny-a", Name: name}, &d)).To(Succeed())
+		d.Spec.Replicas = ptr.To(int32(2))
+		g.Expect(k.Update(ctx, &d)).To(Succeed(), "an update of %s that leaves its label as it was", name)
+		g.Expect(d.Labels["cc-deny"]).To(Equal(want))
+		g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
+	}
+	var wrong appsv1.Deployment
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: "deny-a", Name: "legacy-missing"}, &wrong)).To(Succeed())
+	wrong.Labels = map[string]string{"cc-deny": "hr"}
+	g.Expect(k.Update(ctx, &wrong)).NotTo(Succeed(), "an update that changes a violating label to another value that is not allowed")
 	var good appsv1.Deployment
 	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: "deny-a", Name: "good"}, &good)).To(Succeed())
 	delete(good.Labels, "cc-deny")
@@ -153,80 +171,23 @@ func TestDenyRejectsMissingAndNotAllowedLabels(t *testing.T) {
 	g.Expect(mp.Name).To(BeEmpty(), "Deny without propagation needs no mutating policy")
 }
 
-func TestDefaultFillsLabelFromNamespaceThenDefaultValue(t *testing.T) {
+// TestMutationCases runs the admission cases that every mutation path must pass
+// through the native MutatingAdmissionPolicy (the webhook's suite runs the same table
+// through Orderly's webhook).
+func TestMutationCases(t *testing.T) {
 	if !mapServed {
 		t.Fatal("the test API server does not serve MutatingAdmissionPolicy")
 	}
-	g := NewWithT(t)
-	ctx := context.Background()
-	createNS(t, "def-ns", map[string]string{"test": "default", "cc-def": "from-ns"})
-	createNS(t, "def-plain", map[string]string{"test": "default"})
-	// A workload that predates the policy.
-	legacy := deployment("def-plain", "legacy", map[string]string{"cc-def": "shared"})
-	g.Expect(k.Create(ctx, legacy)).To(Succeed())
-	p := newPolicy("default", "cc-def", policyv1alpha1.ActionDefault)
-	p.Spec.DefaultValue = "shared"
-	p.Spec.PropagateToPodTemplate = true
-	createPolicy(t, p)
-
-	// Wait until mutation happens.
-	var d appsv1.Deployment
-	g.Eventually(func(g Gomega) {
-		probe := deployment("def-ns", "probe", nil)
-		probe.GenerateName, probe.Name = "probe-", ""
-		g.Expect(k.Create(ctx, probe)).To(Succeed())
-		_ = k.Delete(ctx, probe)
-		g.Expect(probe.Labels).To(HaveKeyWithValue("cc-def", "from-ns"))
-	}, timeout, poll).Should(Succeed())
-
-	d = *deployment("def-ns", "web", nil)
-	g.Expect(k.Create(ctx, &d)).To(Succeed())
-	g.Expect(d.Labels).To(HaveKeyWithValue("cc-def", "from-ns"))
-	g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("cc-def", "from-ns"), "propagateToPodTemplate")
-	g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("app", "web"))
-
-	d2 := deployment("def-plain", "web", nil)
-	g.Expect(k.Create(ctx, d2)).To(Succeed())
-	g.Expect(d2.Labels).To(HaveKeyWithValue("cc-def", "shared"))
-
-	// A label that is already set is left alone.
-	d3 := deployment("def-plain", "own", map[string]string{"cc-def": "mine"})
-	g.Expect(k.Create(ctx, d3)).To(Succeed())
-	g.Expect(d3.Labels).To(HaveKeyWithValue("cc-def", "mine"))
-	g.Expect(d3.Spec.Template.Labels).To(HaveKeyWithValue("cc-def", "mine"))
-
-	// An update that leaves the pod template alone does not label it (that alone would
-	// roll the workload out); one that changes the template anyway does.
-	legacy.Spec.Replicas = ptr(int32(3))
-	g.Expect(k.Update(ctx, legacy)).To(Succeed())
-	g.Expect(legacy.Spec.Template.Labels).NotTo(HaveKey("cc-def"), "a replicas change must not touch the template")
-	legacy.Spec.Template.Spec.Containers[0].Image = "registry.example/app:2"
-	g.Expect(k.Update(ctx, legacy)).To(Succeed())
-	g.Expect(legacy.Spec.Template.Labels).To(HaveKeyWithValue("cc-def", "shared"))
-
-	// Bare pods are labelled too.
-	bp := pod("def-plain", "bare")
-	g.Expect(k.Create(ctx, bp)).To(Succeed())
-	g.Expect(bp.Labels).To(HaveKeyWithValue("cc-def", "shared"))
-
-	g.Eventually(func(g Gomega) {
-		p := getPolicy(g, "default")
-		c := cond(p, policyv1alpha1.ConditionDefaultingAvailable)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-	}, timeout, poll).Should(Succeed())
-}
-
-func TestDefaultWithoutAnyValueDenies(t *testing.T) {
-	g := NewWithT(t)
-	createNS(t, "nodef-a", map[string]string{"test": "nodefault"})
-	p := newPolicy("nodefault", "cc-nodef", policyv1alpha1.ActionDefault)
-	p.Spec.AllowedPattern = "cc-[0-9]+"
-	createPolicy(t, p)
-	err := waitEnforced(t, func() client.Object { return deployment("nodef-a", "web", nil) })
-	g.Expect(err.Error()).To(ContainSubstring("has no label cc-nodef"))
-	g.Expect(err.Error()).To(ContainSubstring("label the namespace with cc-nodef="))
-	g.Expect(k.Create(context.Background(), deployment("nodef-a", "ok", map[string]string{"cc-nodef": "cc-42"}))).To(Succeed())
+	labelpolicytest.Run(t, labelpolicytest.Path{Client: k, Timeout: timeout, Poll: poll,
+		Enforced: func(g Gomega, p *policyv1alpha1.LabelPolicy) {
+			g.Expect(p.Status.AdmissionMode).To(Equal(policyv1alpha1.AdmissionModeNative))
+			c := cond(p, policyv1alpha1.ConditionDefaultingAvailable)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(ReasonMutatingPolicyServed))
+			var mp admissionv1.MutatingAdmissionPolicy
+			g.Expect(k.Get(context.Background(), client.ObjectKey{Name: objectName(p)}, &mp)).To(Succeed())
+		}})
 }
 
 func TestAuditReportsAndAdmits(t *testing.T) {
@@ -359,6 +320,71 @@ func TestGeneratedAdmissionObjectsAreRepaired(t *testing.T) {
 			return apierrors.IsNotFound(k.Get(ctx, name, &mp))
 		}, timeout, poll).Should(BeTrue())
 	}
+}
+
+// TestSeriesGoWithThePolicy: every series of a policy is removed with it, so deleted
+// policies do not pile up in the metrics.
+func TestSeriesGoWithThePolicy(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	createNS(t, "series-a", map[string]string{"test": "series"})
+	g.Expect(k.Create(ctx, deployment("series-a", "missing", nil))).To(Succeed())
+	g.Expect(k.Create(ctx, deployment("series-a", "wrong", map[string]string{"cc-series": "nope"}))).To(Succeed())
+	p := newPolicy("series", "cc-series", policyv1alpha1.ActionAudit)
+	p.Spec.AllowedValues = []string{"fallback"}
+	p.Spec.DefaultValue = "fallback"
+	p.Spec.Remediate = policyv1alpha1.RemediateLabelOnly
+	createPolicy(t, p)
+
+	metricNames := []string{"orderly_labelpolicy_violations", "orderly_labelpolicy_remediated_total", "orderly_labelpolicy_audit_duration_seconds"}
+	g.Eventually(func(g Gomega) {
+		for _, m := range metricNames {
+			g.Expect(labelpolicytest.SeriesOf(g, m, MetricLabel, "series")).To(Equal(1), m)
+		}
+	}, timeout, poll).Should(Succeed())
+
+	g.Expect(k.Delete(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, m := range metricNames {
+			g.Expect(labelpolicytest.SeriesOf(g, m, MetricLabel, "series")).To(BeZero(), m)
+		}
+	}, timeout, poll).Should(Succeed())
+}
+
+// TestForeignObjectsAreNeverDeleted: an object with the name and the labels of one
+// Orderly generates for a policy, but not created for it (it is not controlled by the
+// policy), is left alone when the policy does not need that object: labels anyone can
+// write never decide a deletion.
+func TestForeignObjectsAreNeverDeleted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	foreign := &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{
+		Name:   "orderly-labelpolicy-foreign",
+		Labels: map[string]string{labels.ManagedBy: labels.ManagedByValue, policyv1alpha1.PolicyLabel: "foreign"},
+	}}
+	g.Expect(k.Create(ctx, foreign)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), foreign) })
+	createNS(t, "foreign-a", map[string]string{"test": "foreign"})
+	// Deny fills nothing in: a MutatingWebhookConfiguration of Orderly's would go.
+	createPolicy(t, newPolicy("foreign", "cc-foreign", policyv1alpha1.ActionDeny))
+
+	// Every reconcile removes the mutating objects the policy does not need, and audits
+	// every two seconds in this suite: after two audits, the controller has seen the
+	// object in its cache.
+	var first metav1.Time
+	g.Eventually(func(g Gomega) {
+		p := getPolicy(g, "foreign")
+		g.Expect(p.Status.LastAuditTime).NotTo(BeNil())
+		first = *p.Status.LastAuditTime
+	}, timeout, poll).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		p := getPolicy(g, "foreign")
+		g.Expect(p.Status.LastAuditTime.After(first.Time)).To(BeTrue())
+	}, timeout, poll).Should(Succeed())
+
+	var after admissionv1.MutatingWebhookConfiguration
+	g.Expect(k.Get(ctx, client.ObjectKeyFromObject(foreign), &after)).To(Succeed(), "a configuration Orderly did not create was deleted")
+	g.Expect(after.UID).To(Equal(foreign.UID))
 }
 
 func TestLabelPolicyValidation(t *testing.T) {

@@ -23,7 +23,7 @@ const DefaultDiscoveryInterval = time.Minute
 // admissionMode is how a policy that needs mutating is enforced right now.
 func (r *Reconciler) admissionMode() string {
 	served := r.mapServed.Load()
-	switch r.Mutation {
+	switch r.Admission.Mode {
 	case admission.Off:
 		return policyv1alpha1.AdmissionModeValidationOnly
 	case admission.Webhook:
@@ -37,7 +37,7 @@ func (r *Reconciler) admissionMode() string {
 		switch {
 		case served:
 			return policyv1alpha1.AdmissionModeNative
-		case r.Webhook != nil:
+		case r.Admission.Webhook != nil:
 			return policyv1alpha1.AdmissionModeWebhook
 		default:
 			return policyv1alpha1.AdmissionModeValidationOnly

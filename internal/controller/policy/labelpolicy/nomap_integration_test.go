@@ -30,7 +30,7 @@ func TestWithoutMutatingAdmissionPolicy(t *testing.T) {
 	g.Expect(served).To(BeFalse(), "the API server still serves MutatingAdmissionPolicy")
 
 	c, ctx := env.Client, context.Background()
-	env.StartManagerForTest(t, kit.Deps{}, []kit.Controller{Controller})
+	env.StartManagerForTest(t, kit.Deps{Admission: admission.Config{MAPServed: served}}, []kit.Controller{Controller})
 
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nomap", Labels: map[string]string{"test": "nomap", "cc-nomap": "from-ns"}}})).To(Succeed())
 	p := newPolicy("nomap", "cc-nomap", policyv1alpha1.ActionDefault)

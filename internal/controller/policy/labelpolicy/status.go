@@ -7,13 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // Condition reasons.
@@ -50,14 +49,10 @@ type observation struct {
 func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha1.LabelPolicyStatus {
 	st := *p.Status.DeepCopy()
 	st.ObservedGeneration = p.Generation
-	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: truncate(msg, 32768), ObservedGeneration: p.Generation,
-		})
-	}
+	conds := kit.ConditionsOf(&st.Conditions, p.Generation)
 	if obs.invalidSpec != "" {
-		set(policyv1alpha1.ConditionAdmissionReady, metav1.ConditionFalse, ReasonInvalidSpec, obs.invalidSpec)
-		set(policyv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonInvalidSpec, obs.invalidSpec)
+		conds.False(policyv1alpha1.ConditionAdmissionReady, ReasonInvalidSpec, obs.invalidSpec)
+		conds.False(policyv1alpha1.ConditionReady, ReasonInvalidSpec, obs.invalidSpec)
 		return st
 	}
 
@@ -68,20 +63,20 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 	}
 	switch {
 	case !needsMutation(p):
-		set(policyv1alpha1.ConditionDefaultingAvailable, metav1.ConditionTrue, ReasonNotNeeded,
+		conds.True(policyv1alpha1.ConditionDefaultingAvailable, ReasonNotNeeded,
 			fmt.Sprintf("Action %s fills nothing in", p.Spec.Action))
 	case obs.mode == policyv1alpha1.AdmissionModeNative:
-		set(policyv1alpha1.ConditionDefaultingAvailable, metav1.ConditionTrue, ReasonMutatingPolicyServed,
+		conds.True(policyv1alpha1.ConditionDefaultingAvailable, ReasonMutatingPolicyServed,
 			"Labels are filled in by a MutatingAdmissionPolicy")
 	case obs.mode == policyv1alpha1.AdmissionModeWebhook:
-		set(policyv1alpha1.ConditionDefaultingAvailable, metav1.ConditionTrue, ReasonWebhook,
+		conds.True(policyv1alpha1.ConditionDefaultingAvailable, ReasonWebhook,
 			"Labels are filled in by Orderly's mutating webhook (MutatingWebhookConfiguration "+objectName(p)+"), because MutatingAdmissionPolicy is not in use; while the webhook is unreachable, missing labels are rejected by the validating policy")
 	default:
-		set(policyv1alpha1.ConditionDefaultingAvailable, metav1.ConditionFalse, ReasonMutationUnavailable,
+		conds.False(policyv1alpha1.ConditionDefaultingAvailable, ReasonMutationUnavailable,
 			"Neither a MutatingAdmissionPolicy (not served by the API server, or switched off) nor Orderly's webhook (not configured) can fill labels in: missing labels are rejected instead of filled in, and pod templates are not labelled")
 	}
 	if obs.admissionErr != nil {
-		set(policyv1alpha1.ConditionAdmissionReady, metav1.ConditionFalse, ReasonApplyFailed, obs.admissionErr.Error())
+		conds.False(policyv1alpha1.ConditionAdmissionReady, ReasonApplyFailed, obs.admissionErr.Error())
 	} else {
 		c := Compile(p, obs.mode, &admission.Endpoint{})
 		what := "The ValidatingAdmissionPolicy"
@@ -91,7 +86,7 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 		case c.Webhook != nil:
 			what += ", MutatingWebhookConfiguration"
 		}
-		set(policyv1alpha1.ConditionAdmissionReady, metav1.ConditionTrue, ReasonApplied, what+" and bindings "+objectName(p)+" are as compiled")
+		conds.True(policyv1alpha1.ConditionAdmissionReady, ReasonApplied, what+" and bindings "+objectName(p)+" are as compiled")
 	}
 
 	if res := obs.audit; res != nil {
@@ -102,31 +97,31 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 		st.TopViolations = res.top
 		switch {
 		case res.remediationErrors > 0:
-			set(policyv1alpha1.ConditionCompliant, metav1.ConditionFalse, ReasonRemediationFailed,
+			conds.False(policyv1alpha1.ConditionCompliant, ReasonRemediationFailed,
 				fmt.Sprintf("%d violating workload(s); %d could not be labelled: %v", res.violations, res.remediationErrors, res.firstRemediationErr))
 		case res.violations > 0:
-			set(policyv1alpha1.ConditionCompliant, metav1.ConditionFalse, ReasonViolationsFound,
+			conds.False(policyv1alpha1.ConditionCompliant, ReasonViolationsFound,
 				fmt.Sprintf("%d workload(s) lack an allowed %s label, e.g. %s", res.violations, p.Spec.Label, describe(res.top)))
 		case res.remediated > 0:
-			set(policyv1alpha1.ConditionCompliant, metav1.ConditionTrue, ReasonRemediated,
+			conds.True(policyv1alpha1.ConditionCompliant, ReasonRemediated,
 				fmt.Sprintf("Labelled %d workload(s); none left without an allowed %s label", res.remediated, p.Spec.Label))
 		default:
-			set(policyv1alpha1.ConditionCompliant, metav1.ConditionTrue, ReasonNoViolations,
+			conds.True(policyv1alpha1.ConditionCompliant, ReasonNoViolations,
 				fmt.Sprintf("Every matched workload carries an allowed %s label", p.Spec.Label))
 		}
 	} else if obs.auditErr != nil {
-		set(policyv1alpha1.ConditionCompliant, metav1.ConditionUnknown, ReasonAuditFailed, obs.auditErr.Error())
+		conds.Unknown(policyv1alpha1.ConditionCompliant, ReasonAuditFailed, obs.auditErr.Error())
 	} else if meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionCompliant) == nil {
-		set(policyv1alpha1.ConditionCompliant, metav1.ConditionUnknown, ReasonAuditPending, "No audit has run yet")
+		conds.Unknown(policyv1alpha1.ConditionCompliant, ReasonAuditPending, "No audit has run yet")
 	}
 
 	switch {
 	case obs.admissionErr != nil:
-		set(policyv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonApplyFailed, obs.admissionErr.Error())
+		conds.False(policyv1alpha1.ConditionReady, ReasonApplyFailed, obs.admissionErr.Error())
 	case obs.auditErr != nil:
-		set(policyv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonAuditFailed, obs.auditErr.Error())
+		conds.False(policyv1alpha1.ConditionReady, ReasonAuditFailed, obs.auditErr.Error())
 	default:
-		set(policyv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady,
+		conds.True(policyv1alpha1.ConditionReady, ReasonReady,
 			fmt.Sprintf("Enforced at admission (%s, %s); %d violating workload(s) at the last audit", st.AdmissionMode, p.Spec.Action, st.Violations))
 	}
 	return st
@@ -143,36 +138,24 @@ func describe(top []policyv1alpha1.Violation) string {
 	return strings.Join(parts, ", ")
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
-
 // updateStatus writes the status when it changed, emits Events when an audit changed
 // the picture, and records the metrics.
 func (r *Reconciler) updateStatus(ctx context.Context, p *policyv1alpha1.LabelPolicy, obs observation) error {
-	st := computeStatus(p, obs)
 	if res := obs.audit; res != nil {
 		if res.violations > 0 && res.violations != p.Status.Violations {
-			r.eventf(p, corev1.EventTypeWarning, ReasonViolationsFound, "Audit", "%d workload(s) lack an allowed %s label, e.g. %s", res.violations, p.Spec.Label, describe(res.top))
+			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonViolationsFound, "Audit", "%d workload(s) lack an allowed %s label, e.g. %s", res.violations, p.Spec.Label, describe(res.top))
 		}
 		if res.remediated > 0 {
-			r.eventf(p, corev1.EventTypeNormal, ReasonRemediated, "Label", "Added label %s to the metadata of %d workload(s); pod templates untouched", p.Spec.Label, res.remediated)
+			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonRemediated, "Label", "Added label %s to the metadata of %d workload(s); pod templates untouched", p.Spec.Label, res.remediated)
 		}
 	}
 	if obs.admissionErr != nil {
-		r.eventf(p, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "%v", obs.admissionErr)
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "%v", obs.admissionErr)
 	}
-	if equality.Semantic.DeepEqual(st, p.Status) {
-		return nil
-	}
-	// Optimistic locking: a status computed from an outdated copy must not win.
-	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	p.Status = st
-	if err := r.Status().Patch(ctx, p, patch); err != nil {
-		return fmt.Errorf("updating status: %w", err)
-	}
-	return nil
+	// p may be a cached copy older than the status the last audit wrote: computed from
+	// the latest version again when the write loses the optimistic lock, an older
+	// status never overwrites it.
+	return kit.PatchStatus(ctx, r.Client, r.APIReader, p, func(o *policyv1alpha1.LabelPolicy) {
+		o.Status = computeStatus(o, obs)
+	})
 }

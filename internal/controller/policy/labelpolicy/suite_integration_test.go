@@ -28,8 +28,8 @@ var mapServed bool
 func withAuditEvery(interval time.Duration) kit.Controller {
 	c := Controller
 	c.Setup = func(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
-		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-labelpolicy")),
-			AuditInterval: interval}
+		r := NewReconciler(mgr, deps)
+		r.AuditInterval = interval
 		return r.SetupWithManager(ctx, mgr, deps.Options)
 	}
 	return c
@@ -39,11 +39,14 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, func(e *testenv.Env) (func(), error) {
 		k = e.Client
 		var err error
+		// The manager asks once at start-up (internal/webhook.Prepare) and tells the
+		// controller; so does the suite.
 		if mapServed, err = admission.ServesMutatingAdmissionPolicy(e.Config); err != nil {
 			return nil, err
 		}
 		fmt.Fprintln(os.Stderr, "MutatingAdmissionPolicy served:", mapServed)
-		return e.StartManager(kit.Deps{}, []kit.Controller{withAuditEvery(2 * time.Second)})
+		deps := kit.Deps{Admission: admission.Config{Mode: admission.Auto, MAPServed: mapServed}}
+		return e.StartManager(deps, []kit.Controller{withAuditEvery(2 * time.Second)})
 	})
 }
 

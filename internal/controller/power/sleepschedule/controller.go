@@ -5,6 +5,7 @@ package sleepschedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -69,9 +70,13 @@ var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
 
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-sleepschedule")),
+	return newReconciler(mgr, deps).SetupWithManager(ctx, mgr, deps.Options)
+}
+
+// newReconciler is the reconciler Setup registers; tests change it before registering.
+func newReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
+	return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-sleepschedule")),
 		Clock: deps.ClockOrReal(), Writers: 4 * max(deps.Options.MaxConcurrentReconciles, 1)}
-	return r.SetupWithManager(ctx, mgr, deps.Options)
 }
 
 // Cache narrows the manager's cache to what this controller needs. Workloads are
@@ -141,39 +146,46 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var s powerv1alpha1.SleepSchedule
 	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			forgetMetrics(req.Name)
-			return ctrl.Result{}, nil
+			series.Forget(req.NamespacedName)
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !s.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, &s)
 	}
-	if !controllerutil.ContainsFinalizer(&s, finalizer) {
-		patch := client.MergeFrom(s.DeepCopy())
-		controllerutil.AddFinalizer(&s, finalizer)
-		if err := r.Patch(ctx, &s, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+	if err := kit.AddFinalizer(ctx, r.Client, r.apiReader(), &s, finalizer); err != nil {
+		// Deleted or gone since it was read, before anything was put to sleep under
+		// the finalizer: there is nothing to wake.
+		if errors.Is(err, kit.ErrDeleting) || apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
 		}
+		return ctrl.Result{}, err
 	}
 
 	now := r.clock().Now()
 	sched, err := Parse(&s.Spec)
+	if err == nil {
+		err = checkSelectors(&s.Spec)
+	}
 	if err != nil {
-		// The API server refuses such specs; this guards against a time zone that the
-		// API server knows and Orderly does not. Nothing is changed.
+		// The API server refuses most such specs; this guards against what it lets
+		// through (a time zone it knows and Orderly does not, a malformed selector).
+		// Nothing is changed, and retrying cannot help: the next spec change reconciles.
 		return ctrl.Result{}, r.updateStatus(ctx, &s, &observation{now: now, invalid: err})
 	}
 	obs := &observation{now: now, state: sched.State(now)}
 	obs.next, obs.hasNext = sched.Next(now)
 
 	sel, err := r.selectNamespaces(ctx, &s)
-	if err != nil {
-		return ctrl.Result{}, err
+	if err == nil {
+		obs.namespaces, obs.conflicts = sel.owned, sel.conflicts
+		err = r.observeWorkloads(ctx, &s, obs)
 	}
-	obs.namespaces, obs.conflicts = sel.owned, sel.conflicts
-	if err := r.observeWorkloads(ctx, &s, obs); err != nil {
-		return ctrl.Result{}, err
+	if err != nil {
+		// Say so in the status, or it goes on showing the last reconcile that could
+		// list as if all were well; the error brings the retry with backoff.
+		serr := r.updateStatus(ctx, &s, &observation{now: now, listFailed: err})
+		return ctrl.Result{}, errors.Join(err, serr)
 	}
 	if !s.Spec.Suspend && !s.Spec.DryRun {
 		r.apply(ctx, &s, obs)
@@ -217,12 +229,10 @@ func (r *Reconciler) finalize(ctx context.Context, s *powerv1alpha1.SleepSchedul
 	if obs.conflicted > 0 {
 		return fmt.Errorf("waking workloads before deletion: %d write(s) conflicted, retrying", obs.conflicted)
 	}
-	patch := client.MergeFrom(s.DeepCopy())
-	controllerutil.RemoveFinalizer(s, finalizer)
-	if err := r.Patch(ctx, s, patch); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing finalizer: %w", err)
+	if err := kit.RemoveFinalizer(ctx, r.Client, r.apiReader(), s, finalizer); err != nil {
+		return err
 	}
-	forgetMetrics(s.Name)
+	series.Forget(client.ObjectKeyFromObject(s))
 	return nil
 }
 

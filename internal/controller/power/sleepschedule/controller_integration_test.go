@@ -4,7 +4,9 @@ package sleepschedule
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,9 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
+	"orderly.dev/orderly/internal/testenv"
 )
 
 // Times used with the fake clock. 2026-12-02 is a Wednesday.
@@ -416,38 +421,133 @@ func TestTwoSchedulesOnOneNamespace(t *testing.T) {
 	ns := "shared"
 	namespace(t, ns, map[string]string{"env": "dev"})
 	deployment(t, ns, "web", 2, nil)
-	first := newSchedule("first", ns).create(t)
-	waitState(t, first.Name, powerv1alpha1.StateAsleep, 1)
-	time.Sleep(1100 * time.Millisecond) // creation timestamps have one-second resolution
+	// The older schedule's name sorts after the newer one's, so that only ordering by
+	// age gives it the namespace: the tie-break by name would give it to the newer.
+	older := newSchedule("z-older", ns).create(t)
+	waitState(t, older.Name, powerv1alpha1.StateAsleep, 1)
+	// Creation timestamps have one-second resolution: wait until the clock (the API
+	// server's, on this machine) is in a later second than the older one's creation.
+	eventually(t, func(g Gomega) {
+		g.Expect(time.Now()).To(BeTemporally(">=", older.CreationTimestamp.Add(time.Second)))
+	})
 
-	second := newSchedule("second").with(func(s *powerv1alpha1.SleepScheduleSpec) {
+	newer := newSchedule("a-newer").with(func(s *powerv1alpha1.SleepScheduleSpec) {
 		s.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}
 		s.Awake = []powerv1alpha1.AwakeWindow{{Days: "Mon-Sun", From: "00:00", To: "24:00"}}
 	}).create(t)
+	NewWithT(t).Expect(newer.CreationTimestamp.After(older.CreationTimestamp.Time)).To(BeTrue(),
+		"the schedules must differ in age for the test to tell ordering by age from ordering by name")
 	eventually(t, func(g Gomega) {
-		got := getSchedule(g, second.Name)
+		got := getSchedule(g, newer.Name)
 		c := condition(got, powerv1alpha1.ConditionNamespaceConflict)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Message).To(ContainSubstring("shared (owned by first)"))
+		g.Expect(c.Message).To(ContainSubstring("shared (owned by z-older)"))
 		g.Expect(condition(got, powerv1alpha1.ConditionReady).Reason).To(Equal(ReasonNamespaceConflict))
 		g.Expect(got.Status.Namespaces).To(BeEquivalentTo(0))
 	})
-	// The second schedule (always awake) does not wake what the first holds asleep.
+	// The newer schedule (always awake) does not wake what the older holds asleep.
 	consistently(t, func(g Gomega) {
 		g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(0))
-		g.Expect(getDeployment(g, ns, "web").Labels).To(HaveKeyWithValue(powerv1alpha1.AsleepLabel, "first"))
+		g.Expect(getDeployment(g, ns, "web").Labels).To(HaveKeyWithValue(powerv1alpha1.AsleepLabel, "z-older"))
+		g.Expect(condition(getSchedule(g, older.Name), powerv1alpha1.ConditionNamespaceConflict).Status).To(Equal(metav1.ConditionFalse))
 	})
-	eventually(t, func(g Gomega) { g.Expect(eventsFor(g, second.Name, ReasonNamespaceConflict)).NotTo(BeEmpty()) })
+	eventually(t, func(g Gomega) { g.Expect(eventsFor(g, newer.Name, ReasonNamespaceConflict)).NotTo(BeEmpty()) })
 
-	// Once the first schedule is gone, its workloads are woken and the second owns the
+	// Once the older schedule is gone, its workloads are woken and the newer owns the
 	// namespace.
-	NewWithT(t).Expect(k.Delete(context.Background(), first)).To(Succeed())
+	NewWithT(t).Expect(k.Delete(context.Background(), older)).To(Succeed())
 	eventually(t, func(g Gomega) {
-		got := getSchedule(g, second.Name)
+		got := getSchedule(g, newer.Name)
 		g.Expect(condition(got, powerv1alpha1.ConditionNamespaceConflict).Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(got.Status.Namespaces).To(BeEquivalentTo(1))
 		g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(2))
+	})
+}
+
+// A reconcile that cannot read the namespaces or workloads says so in the status, and
+// retries: otherwise the status of the last reconcile that could read them goes on
+// saying that all is well.
+func TestListFailureIsReported(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(wedEvening)
+	var failing atomic.Pointer[string]
+	env.StartManagerForTest(t, kit.Deps{Clock: clk}, []kit.Controller{withFailingLists(&failing)})
+	ns := "list-fails"
+	namespace(t, ns, nil)
+	deployment(t, ns, "web", 2, nil)
+	s := newSchedule("list-fails", ns).create(t)
+	// Runs before the schedule's clean-up, which must list to wake what it holds.
+	t.Cleanup(func() { failing.Store(nil) })
+	got := waitState(t, s.Name, powerv1alpha1.StateAsleep, 1)
+	NewWithT(t).Expect(condition(got, powerv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+
+	for _, tt := range []struct {
+		list    client.ObjectList
+		wantMsg string
+	}{
+		{&corev1.NamespaceList{}, "listing namespaces"},
+		{&appsv1.StatefulSetList{}, "listing StatefulSets"},
+	} {
+		kind := fmt.Sprintf("%T", tt.list)
+		t.Run(kind, func(t *testing.T) {
+			failing.Store(&kind)
+			poke(t, s.Name)
+			eventually(t, func(g Gomega) {
+				got := getSchedule(g, s.Name)
+				ready := condition(got, powerv1alpha1.ConditionReady)
+				g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(ready.Reason).To(Equal(ReasonListFailed))
+				g.Expect(ready.ObservedGeneration).To(Equal(got.Generation))
+				g.Expect(ready.Message).To(ContainSubstring(tt.wantMsg))
+				g.Expect(ready.Message).To(ContainSubstring("injected by the test"))
+				g.Expect(got.Status.State).To(Equal(powerv1alpha1.StateAsleep), "the rest of the status is kept")
+			})
+			eventually(t, func(g Gomega) { g.Expect(eventsFor(g, s.Name, ReasonListFailed)).NotTo(BeEmpty()) })
+			NewWithT(t).Expect(replicas(NewWithT(t), ns, "web")).To(BeEquivalentTo(0))
+
+			// Once listing works again, the status says so by itself (backoff) or at
+			// the next event.
+			failing.Store(nil)
+			poke(t, s.Name)
+			eventually(t, func(g Gomega) {
+				ready := condition(getSchedule(g, s.Name), powerv1alpha1.ConditionReady)
+				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(ready.Reason).To(Equal(ReasonAsleep))
+			})
+		})
+	}
+}
+
+// A selector the API server lets through but that cannot be used is reported as an
+// invalid spec, changes nothing, and does not keep the schedule from waking what it
+// holds asleep when it is deleted.
+func TestUnusableSelectorIsReported(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(wedEvening)
+	startManager(t, clk)
+	ns := "bad-selector"
+	namespace(t, ns, nil)
+	deployment(t, ns, "web", 2, nil)
+	s := newSchedule("bad-selector", ns).create(t)
+	waitState(t, s.Name, powerv1alpha1.StateAsleep, 1)
+
+	// The operator In needs values.
+	setSpec(t, s.Name, func(s *powerv1alpha1.SleepScheduleSpec) {
+		s.Exclude.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn}}}
+	})
+	eventually(t, func(g Gomega) {
+		got := getSchedule(g, s.Name)
+		ready := condition(got, powerv1alpha1.ConditionReady)
+		g.Expect(ready.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Reason).To(Equal(ReasonInvalidSpec))
+		g.Expect(ready.Message).To(ContainSubstring("exclude.selector"))
+	})
+	NewWithT(t).Expect(replicas(NewWithT(t), ns, "web")).To(BeEquivalentTo(0))
+
+	NewWithT(t).Expect(k.Delete(context.Background(), s)).To(Succeed())
+	eventually(t, func(g Gomega) {
+		g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(2))
+		g.Expect(apierrors.IsNotFound(k.Get(context.Background(), client.ObjectKeyFromObject(s), &powerv1alpha1.SleepSchedule{}))).To(BeTrue())
 	})
 }
 
@@ -510,7 +610,7 @@ func TestHPAIsPinnedAndRestored(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-			MinReplicas:    ptr(int32(2)), MaxReplicas: 10,
+			MinReplicas:    ptr.To(int32(2)), MaxReplicas: 10,
 		},
 	}
 	NewWithT(t).Expect(k.Create(context.Background(), hpa)).To(Succeed())
@@ -547,11 +647,20 @@ func TestDeletingTheScheduleWakesEverything(t *testing.T) {
 	deployment(t, ns, "web", 3, nil)
 	s := newSchedule("deleted", ns).create(t)
 	waitState(t, s.Name, powerv1alpha1.StateAsleep, 1)
+	eventually(t, func(g Gomega) { g.Expect(seriesOf(g, s.Name)).To(BeNumerically(">=", 5)) })
 	NewWithT(t).Expect(k.Delete(context.Background(), s)).To(Succeed())
 	eventually(t, func(g Gomega) {
 		g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(3))
 		g.Expect(apierrors.IsNotFound(k.Get(context.Background(), client.ObjectKeyFromObject(s), &powerv1alpha1.SleepSchedule{}))).To(BeTrue())
 	})
+	eventually(t, func(g Gomega) { g.Expect(seriesOf(g, s.Name)).To(BeZero(), "the metric series go with the schedule") })
+}
+
+// seriesOf counts the series of the SleepSchedule metrics that belong to the schedule name.
+func seriesOf(g Gomega, name string) int {
+	n, err := testenv.Series("orderly_sleepschedule_*", map[string]string{"schedule": name})
+	g.Expect(err).NotTo(HaveOccurred())
+	return n
 }
 
 func TestRemovingANamespaceFromTheScheduleWakesIt(t *testing.T) {

@@ -1,9 +1,11 @@
 package sleepschedule
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,10 +44,19 @@ func selectorOf(s *powerv1alpha1.SleepSchedule) (k8slabels.Selector, error) {
 // namespace owns it. The order never changes while both exist, so two schedules never
 // take turns on a namespace.
 func olderThan(a, b *powerv1alpha1.SleepSchedule) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name)) < 0
+}
+
+// checkSelectors reports a selector of spec that cannot be used: the API server
+// checks a selector's shape, not, say, that an operator In has values.
+func checkSelectors(spec *powerv1alpha1.SleepScheduleSpec) error {
+	if _, err := metav1.LabelSelectorAsSelector(spec.NamespaceSelector); err != nil {
+		return fmt.Errorf("namespaceSelector: %w", err)
 	}
-	return a.Name < b.Name
+	if _, err := metav1.LabelSelectorAsSelector(spec.Exclude.Selector); err != nil {
+		return fmt.Errorf("exclude.selector: %w", err)
+	}
+	return nil
 }
 
 // selectNamespaces returns the namespaces s manages, and those it selects but leaves

@@ -1,6 +1,7 @@
 package sleepschedule
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -171,13 +172,7 @@ func (s *Schedule) at(d civilDate, minutes int) time.Time {
 }
 
 func (c civilDate) before(o civilDate) bool {
-	if c.y != o.y {
-		return c.y < o.y
-	}
-	if c.m != o.m {
-		return c.m < o.m
-	}
-	return c.d < o.d
+	return cmp.Or(cmp.Compare(c.y, o.y), cmp.Compare(c.m, o.m), cmp.Compare(c.d, o.d)) < 0
 }
 
 // interval returns the awake interval of window w that open on local date d.

@@ -3,18 +3,16 @@ package sleepschedule
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // Condition reasons.
@@ -24,6 +22,7 @@ const (
 	ReasonSuspended         = "Suspended"
 	ReasonDryRun            = "DryRun"
 	ReasonInvalidSpec       = "InvalidSpec"
+	ReasonListFailed        = "ListFailed"
 	ReasonWriteFailed       = "WriteFailed"
 	ReasonNamespaceConflict = "NamespaceConflict"
 	ReasonNoConflict        = "NoConflict"
@@ -39,9 +38,12 @@ const (
 
 // observation is what one reconcile saw and did.
 type observation struct {
-	now      time.Time
-	invalid  error
-	deleting bool
+	now time.Time
+	// invalid is why the spec cannot be used; nothing else was observed.
+	invalid error
+	// listFailed is why the world could not be observed; nothing was changed.
+	listFailed error
+	deleting   bool
 
 	state   powerv1alpha1.SleepState
 	next    time.Time
@@ -94,32 +96,22 @@ func (o *observation) recordHPAWrite(err error) {
 	}
 }
 
-func limitNames(names []string) []string {
-	if len(names) > namesLimit {
-		return names[:namesLimit]
-	}
-	return names
-}
-
-func listMore(names []string) string {
-	if len(names) > namesLimit {
-		return strings.Join(names[:namesLimit], ", ") + fmt.Sprintf(" and %d more", len(names)-namesLimit)
-	}
-	return strings.Join(names, ", ")
-}
-
 // computeStatus derives the status from what this reconcile observed and did. Pure:
 // conditions keep their transition times when their status does not change.
 func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alpha1.SleepScheduleStatus {
 	st := *s.Status.DeepCopy()
 	st.ObservedGeneration = s.Generation
-	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.Generation,
-		})
-	}
+	cond := kit.ConditionsOf(&st.Conditions, s.Generation)
 	if obs.invalid != nil {
-		set(powerv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonInvalidSpec, "The spec cannot be used, nothing was changed: "+obs.invalid.Error())
+		cond.False(powerv1alpha1.ConditionReady, ReasonInvalidSpec, "The spec cannot be used, nothing was changed: "+obs.invalid.Error())
+		return st
+	}
+	if obs.listFailed != nil {
+		// The rest of the status stays as the last reconcile that could observe left
+		// it: in particular state, whose change is what records a transition once
+		// the workloads have been changed.
+		cond.False(powerv1alpha1.ConditionReady, ReasonListFailed,
+			"Could not read the namespaces and workloads, so nothing was changed and the rest of the status is from the last reconcile that could; retrying: "+obs.listFailed.Error())
 		return st
 	}
 	st.State = obs.state
@@ -154,7 +146,7 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		}
 	}
 	st.Workloads, st.SleepingWorkloads = workloads, sleeping
-	st.LeftAlone, st.LeftAloneCount = limitNames(leftAlone), int32(len(leftAlone))
+	st.LeftAlone, st.LeftAloneCount = kit.Bounded(leftAlone, namesLimit), int32(len(leftAlone))
 	st.WouldSleep = 0
 	if s.Spec.DryRun {
 		st.WouldSleep = wouldSleep
@@ -165,7 +157,7 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 	}
 	st.ReadyWorkloads, st.NotReady = 0, nil
 	if obs.state == powerv1alpha1.StateAwake {
-		st.ReadyWorkloads, st.NotReady = ready, limitNames(notReady)
+		st.ReadyWorkloads, st.NotReady = ready, kit.Bounded(notReady, namesLimit)
 	}
 
 	// A transition is recorded when the state changes, and on the first reconcile
@@ -198,19 +190,19 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		for _, c := range obs.conflicts {
 			parts = append(parts, fmt.Sprintf("%s (owned by %s)", c.namespace, c.owner))
 		}
-		set(powerv1alpha1.ConditionNamespaceConflict, metav1.ConditionTrue, ReasonNamespaceConflict,
-			fmt.Sprintf("%d selected namespace(s) are left to an older SleepSchedule: %s. Narrow one of the selections.", len(parts), listMore(parts)))
+		cond.True(powerv1alpha1.ConditionNamespaceConflict, ReasonNamespaceConflict,
+			fmt.Sprintf("%d selected namespace(s) are left to an older SleepSchedule: %s. Narrow one of the selections.", len(parts), kit.FirstN(parts, namesLimit)))
 	} else {
-		set(powerv1alpha1.ConditionNamespaceConflict, metav1.ConditionFalse, ReasonNoConflict, "No selected namespace is selected by an older SleepSchedule")
+		cond.False(powerv1alpha1.ConditionNamespaceConflict, ReasonNoConflict, "No selected namespace is selected by an older SleepSchedule")
 	}
 	switch {
 	case obs.state == powerv1alpha1.StateAsleep:
-		set(powerv1alpha1.ConditionWorkloadsReady, metav1.ConditionTrue, ReasonAsleep, "Asleep: no workload is expected to run")
+		cond.True(powerv1alpha1.ConditionWorkloadsReady, ReasonAsleep, "Asleep: no workload is expected to run")
 	case len(notReady) > 0:
-		set(powerv1alpha1.ConditionWorkloadsReady, metav1.ConditionFalse, ReasonNotReady,
-			fmt.Sprintf("%d of %d awake workloads have all replicas ready; not ready: %s", ready, int(ready)+len(notReady), listMore(notReady)))
+		cond.False(powerv1alpha1.ConditionWorkloadsReady, ReasonNotReady,
+			fmt.Sprintf("%d of %d awake workloads have all replicas ready; not ready: %s", ready, int(ready)+len(notReady), kit.FirstN(notReady, namesLimit)))
 	default:
-		set(powerv1alpha1.ConditionWorkloadsReady, metav1.ConditionTrue, ReasonAllReady, fmt.Sprintf("All %d awake workloads have all replicas ready", ready))
+		cond.True(powerv1alpha1.ConditionWorkloadsReady, ReasonAllReady, fmt.Sprintf("All %d awake workloads have all replicas ready", ready))
 	}
 
 	until := "no transition is scheduled"
@@ -219,15 +211,15 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 	}
 	switch {
 	case s.Spec.Suspend:
-		set(powerv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonSuspended, "Suspended: workloads are left as they are")
+		cond.True(powerv1alpha1.ConditionReady, ReasonSuspended, "Suspended: workloads are left as they are")
 	case s.Spec.DryRun:
-		set(powerv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDryRun,
+		cond.True(powerv1alpha1.ConditionReady, ReasonDryRun,
 			fmt.Sprintf("Dry run: the schedule is %s (%s); %d of %d workloads would be asleep; nothing is changed", obs.state, until, wouldSleep, workloads))
 	case obs.failures > 0:
-		set(powerv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonWriteFailed,
+		cond.False(powerv1alpha1.ConditionReady, ReasonWriteFailed,
 			fmt.Sprintf("%d workload(s) could not be changed, retrying: %v", obs.failures, obs.firstErr))
 	case len(obs.conflicts) > 0:
-		set(powerv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNamespaceConflict,
+		cond.False(powerv1alpha1.ConditionReady, ReasonNamespaceConflict,
 			fmt.Sprintf("%s for %d namespaces; %d namespace(s) belong to an older SleepSchedule", obs.state, len(obs.namespaces), len(obs.conflicts)))
 	default:
 		reason := ReasonAwake
@@ -238,53 +230,52 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		if len(leftAlone) > 0 {
 			msg += fmt.Sprintf("; %d changed by their owner and left alone", len(leftAlone))
 		}
-		set(powerv1alpha1.ConditionReady, metav1.ConditionTrue, reason, msg)
+		cond.True(powerv1alpha1.ConditionReady, reason, msg)
 	}
 	return st
 }
 
-// updateStatus emits Events for what this reconcile did, updates the metrics and
-// writes the status when it changed.
+// updateStatus emits Events for what this reconcile did, writes the status when it
+// changed and updates the metrics.
 func (r *Reconciler) updateStatus(ctx context.Context, s *powerv1alpha1.SleepSchedule, obs *observation) error {
 	r.emitEvents(s, obs)
-	prev := s.Status
-	for attempt := 0; ; attempt++ {
-		st := computeStatus(s, obs)
-		if equality.Semantic.DeepEqual(st, s.Status) {
-			recordMetrics(s.Name, prev, st, obs)
-			return nil
-		}
-		// Optimistic locking: a reconcile that started from a cached copy older than
-		// the last status write must not record the same transition twice.
-		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		s.Status = st
-		err := r.Status().Patch(ctx, s, patch)
-		if err == nil {
-			recordMetrics(s.Name, prev, st, obs)
-			return nil
-		}
-		if !apierrors.IsConflict(err) || attempt >= 3 {
-			return fmt.Errorf("updating status: %w", err)
-		}
-		// The writes of this reconcile are done: record them on the latest version
-		// rather than lose them, unless the spec changed meanwhile (then the next
-		// reconcile reports from scratch).
-		latest := &powerv1alpha1.SleepSchedule{}
-		if err := r.apiReader().Get(ctx, client.ObjectKeyFromObject(s), latest); err != nil {
-			return fmt.Errorf("updating status: %w", err)
-		}
-		if latest.Generation != s.Generation {
-			return fmt.Errorf("updating status: %w", err)
-		}
-		*s = *latest
+	generation := s.Generation
+	var prev powerv1alpha1.SleepScheduleStatus
+	// Optimistic locking: a reconcile that started from a cached copy older than the
+	// last status write must not record the same transition twice. On a conflict the
+	// writes of this reconcile are done: they are recorded on the latest version
+	// rather than lost, unless the spec changed meanwhile (then the reconcile the
+	// change brings reports from scratch).
+	err := kit.PatchStatus(ctx, r.Client, r.apiReader(), s, func(latest *powerv1alpha1.SleepSchedule) {
+		prev = latest.Status
+		latest.Status = computeStatus(latest, obs)
+	})
+	if err != nil {
+		return err
 	}
+	if s.Generation == generation {
+		// Otherwise the status was not written, and the next reconcile records it.
+		recordMetrics(client.ObjectKeyFromObject(s), prev, s.Status, obs)
+	}
+	return nil
 }
 
 // emitEvents reports, one Event per kind of change and reconcile, what was done.
 func (r *Reconciler) emitEvents(s *powerv1alpha1.SleepSchedule, obs *observation) {
+	readyReason := ""
+	if c := meta.FindStatusCondition(s.Status.Conditions, powerv1alpha1.ConditionReady); c != nil {
+		readyReason = c.Reason
+	}
+	// One Event when the problem appears, not one per retry.
 	if obs.invalid != nil {
-		if c := meta.FindStatusCondition(s.Status.Conditions, powerv1alpha1.ConditionReady); c == nil || c.Reason != ReasonInvalidSpec {
+		if readyReason != ReasonInvalidSpec {
 			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Validate", "%v", obs.invalid)
+		}
+		return
+	}
+	if obs.listFailed != nil {
+		if readyReason != ReasonListFailed {
+			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonListFailed, "Observe", "Could not read the namespaces and workloads, nothing was changed: %v", obs.listFailed)
 		}
 		return
 	}
@@ -308,7 +299,7 @@ func (r *Reconciler) emitEvents(s *powerv1alpha1.SleepSchedule, obs *observation
 		}
 	}
 	if obs.failures > 0 {
-		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonWriteFailed, "Write", "%d workload write(s) failed: %s; first error: %v", obs.failures, listMore(obs.failedNames), obs.firstErr)
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonWriteFailed, "Write", "%d workload write(s) failed: %s; first error: %v", obs.failures, kit.FirstN(obs.failedNames, namesLimit), obs.firstErr)
 	}
 	had := meta.IsStatusConditionTrue(s.Status.Conditions, powerv1alpha1.ConditionNamespaceConflict)
 	if len(obs.conflicts) > 0 && !had {
@@ -328,19 +319,13 @@ func (w *workload) describeValue() string {
 	return fmt.Sprintf("replicas=%d", w.value)
 }
 
+// sampleNames names the first few workloads on which this reconcile carried out a.
 func sampleNames(obs *observation, a action) string {
 	var names []string
-	n := 0
 	for _, w := range obs.workloads {
 		if w.act == a && w.err == nil {
-			n++
-			if len(names) < 5 {
-				names = append(names, w.id())
-			}
+			names = append(names, w.id())
 		}
 	}
-	if n > len(names) {
-		return strings.Join(names, ", ") + fmt.Sprintf(" and %d more", n-len(names))
-	}
-	return strings.Join(names, ", ")
+	return kit.FirstN(names, 5)
 }

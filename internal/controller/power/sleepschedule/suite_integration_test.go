@@ -3,11 +3,16 @@
 package sleepschedule
 
 import (
+	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"orderly.dev/orderly/internal/kit"
@@ -38,6 +43,33 @@ const (
 func startManager(t *testing.T, clk clock.PassiveClock) (stop func()) {
 	t.Helper()
 	return env.StartManagerForTest(t, kit.Deps{Clock: clk}, []kit.Controller{Controller})
+}
+
+// failingLists is a client whose List fails for one list type (e.g.
+// *v1.NamespaceList) while fail holds its name, as an API server refusing or
+// unavailable would; other calls go through.
+type failingLists struct {
+	client.Client
+	fail *atomic.Pointer[string]
+}
+
+func (f failingLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if kind := f.fail.Load(); kind != nil && *kind == fmt.Sprintf("%T", list) {
+		return apierrors.NewServiceUnavailable("injected by the test: cannot list " + *kind)
+	}
+	return f.Client.List(ctx, list, opts...)
+}
+
+// withFailingLists is the SleepSchedule controller reading and writing through
+// failingLists.
+func withFailingLists(fail *atomic.Pointer[string]) kit.Controller {
+	c := Controller
+	c.Setup = func(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+		r := newReconciler(mgr, deps)
+		r.Client = failingLists{Client: r.Client, fail: fail}
+		return r.SetupWithManager(ctx, mgr, deps.Options)
+	}
+	return c
 }
 
 // eventually polls f with the suite's deadline.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
@@ -122,19 +124,8 @@ func decide(w *workload, schedule string) action {
 	}
 }
 
-func boolOr(p *bool, def bool) bool {
-	if p == nil {
-		return def
-	}
-	return *p
-}
-
-func replicasOf(p *int32) int32 {
-	if p == nil {
-		return 1
-	}
-	return *p
-}
+// replicasOf reads spec.replicas, which defaults to 1.
+func replicasOf(p *int32) int32 { return ptr.Deref(p, 1) }
 
 func podRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	out := corev1.ResourceList{}
@@ -218,7 +209,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 		for i := range cl.Items {
 			c := &cl.Items[i]
 			v := int32(0)
-			if boolOr(c.Spec.Suspend, false) {
+			if ptr.Deref(c.Spec.Suspend, false) {
 				v = 1
 			}
 			add(&workload{kind: powerv1alpha1.KindCronJob, obj: c, value: v, ready: true})
@@ -237,7 +228,9 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 	}
 
 	excludeSel := k8slabels.Nothing()
-	if s.Spec.Exclude.Selector != nil {
+	// When deleting nothing is targeted: a selector that cannot be read must not keep
+	// the schedule from waking what it holds asleep.
+	if s.Spec.Exclude.Selector != nil && !obs.deleting {
 		sel, err := metav1.LabelSelectorAsSelector(s.Spec.Exclude.Selector)
 		if err != nil {
 			return fmt.Errorf("exclude.selector: %w", err)
@@ -246,11 +239,11 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 	}
 	t := s.Spec.Targets
 	enabled := map[string]bool{
-		powerv1alpha1.KindDeployment:  boolOr(t.Deployments, true),
-		powerv1alpha1.KindStatefulSet: boolOr(t.StatefulSets, true),
-		powerv1alpha1.KindCronJob:     boolOr(t.CronJobs, true),
+		powerv1alpha1.KindDeployment:  ptr.Deref(t.Deployments, true),
+		powerv1alpha1.KindStatefulSet: ptr.Deref(t.StatefulSets, true),
+		powerv1alpha1.KindCronJob:     ptr.Deref(t.CronJobs, true),
 	}
-	hpaEnabled := boolOr(t.HorizontalPodAutoscalers, true)
+	hpaEnabled := ptr.Deref(t.HorizontalPodAutoscalers, true)
 	asleep := obs.state == powerv1alpha1.StateAsleep
 	for _, w := range all {
 		o := w.obj
@@ -265,20 +258,10 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 		w.want = asleep && w.targeted
 		w.act = decide(w, s.Name)
 	}
-	slices.SortFunc(all, func(a, b *workload) int { return compareStrings(a.id(), b.id()) })
+	slices.SortFunc(all, func(a, b *workload) int { return strings.Compare(a.id(), b.id()) })
 	obs.workloads = all
 	obs.sleepReplicas = t.SleepReplicas
 	return nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func excluded(s *powerv1alpha1.SleepSchedule, w *workload, sel k8slabels.Selector) bool {
@@ -345,14 +328,14 @@ func (r *Reconciler) write(ctx context.Context, s *powerv1alpha1.SleepSchedule, 
 		rec := sleepRecord{}
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
-			rec.Replicas, rec.SleepReplicas = ptr(replicasOf(o.Spec.Replicas)), ptr(sleepReplicas)
-			o.Spec.Replicas = ptr(sleepReplicas)
+			rec.Replicas, rec.SleepReplicas = ptr.To(replicasOf(o.Spec.Replicas)), ptr.To(sleepReplicas)
+			o.Spec.Replicas = ptr.To(sleepReplicas)
 		case *appsv1.StatefulSet:
-			rec.Replicas, rec.SleepReplicas = ptr(replicasOf(o.Spec.Replicas)), ptr(sleepReplicas)
-			o.Spec.Replicas = ptr(sleepReplicas)
+			rec.Replicas, rec.SleepReplicas = ptr.To(replicasOf(o.Spec.Replicas)), ptr.To(sleepReplicas)
+			o.Spec.Replicas = ptr.To(sleepReplicas)
 		case *batchv1.CronJob:
-			rec.Suspend = ptr(boolOr(o.Spec.Suspend, false))
-			o.Spec.Suspend = ptr(true)
+			rec.Suspend = ptr.To(ptr.Deref(o.Spec.Suspend, false))
+			o.Spec.Suspend = ptr.To(true)
 		}
 		raw, _ := json.Marshal(rec)
 		lbls[powerv1alpha1.AsleepLabel] = s.Name
@@ -365,7 +348,7 @@ func (r *Reconciler) write(ctx context.Context, s *powerv1alpha1.SleepSchedule, 
 		case *appsv1.StatefulSet:
 			o.Spec.Replicas = w.record.Replicas
 		case *batchv1.CronJob:
-			o.Spec.Suspend = ptr(boolOr(w.record.Suspend, false))
+			o.Spec.Suspend = ptr.To(ptr.Deref(w.record.Suspend, false))
 		}
 		delete(lbls, powerv1alpha1.AsleepLabel)
 		delete(ann, powerv1alpha1.SleepStateAnnotation)
@@ -429,7 +412,7 @@ func (r *Reconciler) reconcileHPAs(ctx context.Context, s *powerv1alpha1.SleepSc
 		}
 		obj.Labels[powerv1alpha1.AsleepLabel] = s.Name
 		obj.Annotations[powerv1alpha1.SleepStateAnnotation] = string(raw)
-		obj.Spec.MinReplicas, obj.Spec.MaxReplicas = ptr(obs.sleepReplicas), obs.sleepReplicas
+		obj.Spec.MinReplicas, obj.Spec.MaxReplicas = ptr.To(obs.sleepReplicas), obs.sleepReplicas
 		obs.recordHPAWrite(r.Patch(ctx, obj, patch, client.FieldOwner(labels.FieldManager)))
 	}
 }
@@ -487,8 +470,6 @@ func addResources(into corev1.ResourceList, more corev1.ResourceList) {
 }
 
 func isConflict(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }
-
-func ptr[T any](v T) *T { return &v }
 
 // deploymentReady reports whether a Deployment runs its declared replicas, all updated and ready.
 func deploymentReady(d *appsv1.Deployment) bool {

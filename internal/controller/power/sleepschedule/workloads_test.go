@@ -7,13 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
 )
 
 func TestDecide(t *testing.T) {
-	rec := &sleepRecord{Replicas: ptr(int32(3)), SleepReplicas: ptr(int32(0))}
-	cronRec := &sleepRecord{Suspend: ptr(false)}
+	rec := &sleepRecord{Replicas: ptr.To(int32(3)), SleepReplicas: ptr.To(int32(0))}
+	cronRec := &sleepRecord{Suspend: ptr.To(false)}
 	tests := []struct {
 		name string
 		w    workload
@@ -54,8 +55,8 @@ func TestSavedRequests(t *testing.T) {
 		wantCPU string
 	}{
 		{"being put to sleep now", workload{kind: "Deployment", obj: d, value: 4, act: actSleep, podRequests: req}, 0, "1"},
-		{"asleep with a record", workload{kind: "Deployment", obj: d, record: &sleepRecord{Replicas: ptr(int32(3)), SleepReplicas: ptr(int32(1))}, podRequests: req}, 0, "500m"},
-		{"was at zero", workload{kind: "Deployment", obj: d, record: &sleepRecord{Replicas: ptr(int32(0)), SleepReplicas: ptr(int32(0))}, podRequests: req}, 0, "0"},
+		{"asleep with a record", workload{kind: "Deployment", obj: d, record: &sleepRecord{Replicas: ptr.To(int32(3)), SleepReplicas: ptr.To(int32(1))}, podRequests: req}, 0, "500m"},
+		{"was at zero", workload{kind: "Deployment", obj: d, record: &sleepRecord{Replicas: ptr.To(int32(0)), SleepReplicas: ptr.To(int32(0))}, podRequests: req}, 0, "0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,9 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -52,7 +54,8 @@ func childMeta(t *tenancyv1alpha1.Tenant, namespace, name string) metav1.ObjectM
 }
 
 // normalizeSubjects applies the API server's defaulting (User and Group subjects get
-// the RBAC API group), so that desired and stored bindings compare equal.
+// the RBAC API group), so that what Orderly applies and what is stored compare equal
+// and a converged binding is not written again.
 func normalizeSubjects(in []rbacv1.Subject) []rbacv1.Subject {
 	out := make([]rbacv1.Subject, len(in))
 	for i, s := range in {
@@ -142,25 +145,25 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, t *tenancyv1alpha1.T
 		return err
 	}
 	for _, rb := range d.roleBindings {
-		c, err := ensureChild(ctx, r, t, rb, &rbacv1.RoleBinding{}, syncRoleBinding)
+		c, err := ensureChild(ctx, r, t, rb, &rbacv1.RoleBinding{}, extractRoleBinding, roleRefChanged)
 		if err := note(kindRoleBinding, rb.Name, c, err); err != nil {
 			return "", err
 		}
 	}
 	if d.quota != nil {
-		c, err := ensureChild(ctx, r, t, d.quota, &corev1.ResourceQuota{}, syncQuota)
+		c, err := ensureChild(ctx, r, t, d.quota, &corev1.ResourceQuota{}, extractQuota, nil)
 		if err := note(kindResourceQuota, d.quota.Name, c, err); err != nil {
 			return "", err
 		}
 	}
 	if d.limitRange != nil {
-		c, err := ensureChild(ctx, r, t, d.limitRange, &corev1.LimitRange{}, syncLimitRange)
+		c, err := ensureChild(ctx, r, t, d.limitRange, &corev1.LimitRange{}, extractLimitRange, nil)
 		if err := note(kindLimitRange, d.limitRange.Name, c, err); err != nil {
 			return "", err
 		}
 	}
 	if d.networkPolicy != nil {
-		c, err := ensureChild(ctx, r, t, d.networkPolicy, &networkingv1.NetworkPolicy{}, syncNetworkPolicy)
+		c, err := ensureChild(ctx, r, t, d.networkPolicy, &networkingv1.NetworkPolicy{}, extractNetworkPolicy, nil)
 		if err := note(kindNetworkPolicy, d.networkPolicy.Name, c, err); err != nil {
 			return "", err
 		}
@@ -174,65 +177,26 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, t *tenancyv1alpha1.T
 	return "", nil
 }
 
-// syncer copies the desired state into current and reports whether anything changed;
-// recreate is true when the change touches an immutable field.
-type syncer[T client.Object] func(current, desired T) (changed, recreate bool)
+// Extractors of the fields Orderly applied, one per kind of child.
+var (
+	extractRoleBinding   = extractWith(rbacv1ac.ExtractRoleBinding)
+	extractQuota         = extractWith(corev1ac.ExtractResourceQuota)
+	extractLimitRange    = extractWith(corev1ac.ExtractLimitRange)
+	extractNetworkPolicy = extractWith(networkingv1ac.ExtractNetworkPolicy)
+)
 
-func syncLabels(current, desired client.Object) bool {
-	cur := current.GetLabels()
-	changed := false
-	for k, v := range desired.GetLabels() {
-		if cur[k] != v {
-			if cur == nil {
-				cur = map[string]string{}
-			}
-			cur[k] = v
-			changed = true
-		}
-	}
-	current.SetLabels(cur)
-	return changed
+// roleRefChanged reports whether a RoleBinding must be replaced rather than applied:
+// its roleRef cannot be changed in place.
+func roleRefChanged(current, desired *rbacv1.RoleBinding) bool {
+	return current.RoleRef != desired.RoleRef
 }
 
-func syncRoleBinding(cur, want *rbacv1.RoleBinding) (bool, bool) {
-	if cur.RoleRef != want.RoleRef {
-		return true, true
-	}
-	changed := syncLabels(cur, want)
-	if !equality.Semantic.DeepEqual(cur.Subjects, want.Subjects) {
-		cur.Subjects, changed = want.Subjects, true
-	}
-	return changed, false
-}
-
-func syncQuota(cur, want *corev1.ResourceQuota) (bool, bool) {
-	changed := syncLabels(cur, want)
-	if !equality.Semantic.DeepEqual(cur.Spec, want.Spec) {
-		cur.Spec, changed = want.Spec, true
-	}
-	return changed, false
-}
-
-func syncLimitRange(cur, want *corev1.LimitRange) (bool, bool) {
-	changed := syncLabels(cur, want)
-	if !equality.Semantic.DeepEqual(cur.Spec, want.Spec) {
-		cur.Spec, changed = want.Spec, true
-	}
-	return changed, false
-}
-
-func syncNetworkPolicy(cur, want *networkingv1.NetworkPolicy) (bool, bool) {
-	changed := syncLabels(cur, want)
-	if !equality.Semantic.DeepEqual(cur.Spec, want.Spec) {
-		cur.Spec, changed = want.Spec, true
-	}
-	return changed, false
-}
-
-// ensureChild creates desired, or brings the existing object to it. An object of the
-// same name that the Tenant does not control is never touched: a conflict message is
-// returned instead.
-func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancyv1alpha1.Tenant, desired, current T, sync syncer[T]) (string, error) {
+// ensureChild creates desired, or brings the fields Orderly owns on the existing
+// object to it with server-side apply (fields another writer added stay). An object
+// of the same name that the Tenant does not control is never touched: a conflict
+// message is returned instead. replace, when set, says when the existing object must
+// be deleted and created again because an immutable field changed.
+func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancyv1alpha1.Tenant, desired, current T, extract extractor[T], replace func(current, desired T) bool) (string, error) {
 	kind := kindOf(desired)
 	if err := controllerutil.SetControllerReference(t, desired, r.Scheme()); err != nil {
 		return "", err
@@ -241,8 +205,9 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancy
 	err := r.Get(ctx, key, current)
 	if apierrors.IsNotFound(err) {
 		// The cache holds only Orderly's objects: a foreign one of the same name shows
-		// up as AlreadyExists here, and is then read from the API server.
-		err = r.Create(ctx, desired, client.FieldOwner(labels.FieldManager))
+		// up as AlreadyExists here, and is then read from the API server. A create, not
+		// an apply, because an apply would take the foreign object over.
+		err = r.Create(ctx, desired.DeepCopyObject().(T), client.FieldOwner(labels.FieldManager))
 		if err == nil {
 			if t.Status.ObservedGeneration == t.Generation {
 				r.repaired(ctx, t, desired, kind, "Recreated deleted")
@@ -260,21 +225,22 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancy
 	if !metav1.IsControlledBy(current, t) {
 		return fmt.Sprintf("%s %s already exists and is not managed by this Tenant; rename or remove it", kind, key), nil
 	}
-	changed, recreate := sync(current, desired)
-	switch {
-	case recreate:
-		if err := r.Delete(ctx, current); client.IgnoreNotFound(err) != nil {
+	if replace != nil && replace(current, desired) {
+		uid := current.GetUID()
+		if err := r.Delete(ctx, current, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return "", fmt.Errorf("replacing %s %s: %w", kind, key, err)
 		}
-		if err := r.Create(ctx, desired, client.FieldOwner(labels.FieldManager)); err != nil {
+		if err := r.Create(ctx, desired.DeepCopyObject().(T), client.FieldOwner(labels.FieldManager)); err != nil {
 			return "", fmt.Errorf("replacing %s %s: %w", kind, key, err)
 		}
-	case changed:
-		if err := r.Update(ctx, current, client.FieldOwner(labels.FieldManager)); err != nil {
+	} else {
+		wrote, err := applyOwned(ctx, r.Client, current, desired, extract, nil)
+		if err != nil {
 			return "", fmt.Errorf("updating %s %s: %w", kind, key, err)
 		}
-	default:
-		return "", nil
+		if !wrote {
+			return "", nil
+		}
 	}
 	if t.Status.ObservedGeneration == t.Generation {
 		r.repaired(ctx, t, desired, kind, "Reverted changes to")
@@ -286,7 +252,7 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancy
 func (r *Reconciler) repaired(ctx context.Context, t *tenancyv1alpha1.Tenant, obj client.Object, kind, what string) {
 	log.FromContext(ctx).Info("Repaired drift", "kind", kind, "namespace", obj.GetNamespace(), "name", obj.GetName())
 	r.Recorder.Eventf(t, obj, corev1.EventTypeNormal, "Repaired", "Repair", "%s %s %s/%s", what, kind, obj.GetNamespace(), obj.GetName())
-	driftRepairs.WithLabelValues(t.Name, kind).Inc()
+	driftRepairs.WithLabelValues(series.Values(client.ObjectKeyFromObject(t), kind)...).Inc()
 }
 
 func kindOf(obj client.Object) string {

@@ -110,19 +110,16 @@ func TestBuildChildren(t *testing.T) {
 	}
 }
 
-func TestSyncRoleBindingRecreatesOnRoleRefChange(t *testing.T) {
+func TestRoleBindingReplacedOnlyWhenRoleRefChanges(t *testing.T) {
 	cur := &rbacv1.RoleBinding{RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "view"}}
 	want := &rbacv1.RoleBinding{RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "edit"}}
-	if changed, recreate := syncRoleBinding(cur, want); !changed || !recreate {
-		t.Fatalf("changed=%v recreate=%v, want both: roleRef is immutable", changed, recreate)
+	if !roleRefChanged(cur, want) {
+		t.Fatalf("a new roleRef must replace the binding: roleRef is immutable")
 	}
 	want.RoleRef = cur.RoleRef
 	want.Subjects = []rbacv1.Subject{{Kind: "User", Name: "x"}}
-	if changed, recreate := syncRoleBinding(cur, want); !changed || recreate {
-		t.Fatalf("changed=%v recreate=%v, want an in-place update", changed, recreate)
-	}
-	if changed, _ := syncRoleBinding(cur, want); changed {
-		t.Fatalf("second sync changed again: not idempotent")
+	if roleRefChanged(cur, want) {
+		t.Fatalf("new subjects must be applied in place, not replace the binding")
 	}
 }
 

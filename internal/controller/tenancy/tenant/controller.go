@@ -4,6 +4,7 @@ package tenant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -41,8 +42,9 @@ const namespaceIndex = "spec.namespaces.name"
 // Reconciler reconciles Tenants.
 type Reconciler struct {
 	client.Client
-	// APIReader reads straight from the API server, for objects the cache does not
-	// hold (children that Orderly did not create).
+	// APIReader reads straight from the API server: objects the cache does not hold
+	// (children that Orderly did not create), and the latest Tenant after a write
+	// lost its optimistic lock.
 	APIReader client.Reader
 	Recorder  kit.Recorder
 }
@@ -59,18 +61,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 // +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;roles,verbs=bind
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Cache narrows the manager's cache to what this controller needs: of the
-// namespaced kinds it writes, only the objects Orderly manages.
+// namespaced kinds it writes, only the objects Orderly manages. Namespaces are cached
+// whole, named here so that a controller asking to strip their managed fields is
+// refused at start-up: the managed fields say which labels and annotations are
+// Orderly's.
 func Cache() kit.CacheRules {
 	managed := cache.ByObject{Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.ManagedBy: labels.ManagedByValue})}
 	return kit.CacheRules{
+		&corev1.Namespace{}:           {},
 		&rbacv1.RoleBinding{}:         managed,
 		&corev1.ResourceQuota{}:       managed,
 		&corev1.LimitRange{}:          managed,
@@ -130,20 +136,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var t tenancyv1alpha1.Tenant
 	if err := r.Get(ctx, req.NamespacedName, &t); err != nil {
 		if apierrors.IsNotFound(err) {
-			forgetMetrics(req.Name)
-			return ctrl.Result{}, nil
+			series.Forget(req.NamespacedName)
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !t.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, &t)
 	}
-	if !controllerutil.ContainsFinalizer(&t, finalizer) {
-		patch := client.MergeFrom(t.DeepCopy())
-		controllerutil.AddFinalizer(&t, finalizer)
-		if err := r.Patch(ctx, &t, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+	// The finalizer is written before any namespace is created, so that a Tenant is
+	// never deleted without its namespaces being released or deleted.
+	if err := kit.AddFinalizer(ctx, r.Client, r.APIReader, &t, finalizer); err != nil {
+		switch {
+		case errors.Is(err, kit.ErrDeleting):
+			return ctrl.Result{}, r.finalize(ctx, &t)
+		case apierrors.IsNotFound(err):
+			series.Forget(req.NamespacedName)
+			return ctrl.Result{}, nil
 		}
+		return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
 	}
 
 	results := make([]namespaceResult, 0, len(t.Spec.Namespaces))
@@ -162,6 +172,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	releaseErr := r.releaseUnlisted(ctx, &t)
 
+	// A conflict means an object changed after this reconcile read it: what was
+	// observed is stale, so nothing is reported from it, and the reconcile runs again.
+	for _, res := range results {
+		if apierrors.IsConflict(res.err) {
+			return ctrl.Result{}, res.err
+		}
+	}
 	if err := r.updateStatus(ctx, &t, results); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -199,11 +216,9 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) er
 			return err
 		}
 	}
-	patch := client.MergeFrom(t.DeepCopy())
-	controllerutil.RemoveFinalizer(t, finalizer)
-	if err := r.Patch(ctx, t, patch); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing finalizer: %w", err)
+	if err := kit.RemoveFinalizer(ctx, r.Client, r.APIReader, t, finalizer); err != nil {
+		return err
 	}
-	forgetMetrics(t.Name)
+	series.Forget(client.ObjectKeyFromObject(t))
 	return nil
 }

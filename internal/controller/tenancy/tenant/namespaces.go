@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -18,17 +19,23 @@ import (
 	"orderly.dev/orderly/internal/labels"
 )
 
-// managedKeysAnnotation records which namespace labels and annotations Orderly set,
-// so that it can remove exactly those (and nothing a person added) later.
-const managedKeysAnnotation = "tenancy.orderly.dev/managed-keys"
+// legacyManagedKeysAnnotation is where versions of Orderly before server-side apply
+// recorded the namespace labels and annotations they set. It is read once, to remove
+// the keys it lists that are no longer wanted, and then removed.
+const legacyManagedKeysAnnotation = "tenancy.orderly.dev/managed-keys"
 
 // pendingRecheck is how soon a namespace that is still terminating is looked at again.
 const pendingRecheck = 5 * time.Second
 
-// managedKeys is the value of managedKeysAnnotation.
-type managedKeys struct {
-	Labels      []string `json:"labels,omitempty"`
-	Annotations []string `json:"annotations,omitempty"`
+// extractNamespace returns the labels and annotations Orderly set on a namespace.
+// The API server labels every namespace with its own name, and records that label as
+// set by whoever created the namespace: it is not Orderly's to want or to remove.
+func extractNamespace(ns *corev1.Namespace) (any, error) {
+	applied, err := corev1ac.ExtractNamespace(ns, labels.FieldManager)
+	if err == nil {
+		delete(applied.Labels, corev1.LabelMetadataName)
+	}
+	return applied, err
 }
 
 // namespaceResult is what reconciling one namespace found.
@@ -40,43 +47,32 @@ type namespaceResult struct {
 	err     error
 }
 
-// desiredNamespaceMeta is the labels and annotations Orderly sets on a tenant namespace.
-func desiredNamespaceMeta(t *tenancyv1alpha1.Tenant, spec *tenancyv1alpha1.TenantNamespace) (map[string]string, map[string]string) {
-	lbls := map[string]string{}
-	for k, v := range spec.Labels {
-		lbls[k] = v
-	}
-	lbls[tenancyv1alpha1.TenantLabel] = t.Name
+// desiredNamespace is a tenant namespace as far as Orderly decides it: the labels
+// and annotations the Tenant sets, and Orderly's markers. live is the namespace as it
+// is, or nil when Orderly is about to create it.
+func desiredNamespace(t *tenancyv1alpha1.Tenant, spec *tenancyv1alpha1.TenantNamespace, live *corev1.Namespace) *corev1.Namespace {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:        spec.Name,
+		Labels:      map[string]string{},
+		Annotations: map[string]string{},
+	}}
+	maps.Copy(ns.Labels, spec.Labels)
+	maps.Copy(ns.Annotations, spec.Annotations)
+	ns.Labels[tenancyv1alpha1.TenantLabel] = t.Name
 	if t.Spec.CostCenter != "" {
-		lbls[tenancyv1alpha1.CostCenterLabel] = t.Spec.CostCenter
+		ns.Labels[tenancyv1alpha1.CostCenterLabel] = t.Spec.CostCenter
 	}
-	annos := map[string]string{}
-	for k, v := range spec.Annotations {
-		annos[k] = v
+	ns.Annotations[tenancyv1alpha1.OwnerUIDAnnotation] = string(t.UID)
+	// Only a namespace this very Tenant created keeps origin "created": anything else
+	// it manages was adopted, and is therefore never deleted by Orderly.
+	if live == nil || (live.Annotations[tenancyv1alpha1.OwnerUIDAnnotation] == string(t.UID) &&
+		live.Annotations[tenancyv1alpha1.OriginAnnotation] == tenancyv1alpha1.OriginCreated) {
+		ns.Annotations[tenancyv1alpha1.OriginAnnotation] = tenancyv1alpha1.OriginCreated
+		ns.Labels[labels.ManagedBy] = labels.ManagedByValue
+	} else {
+		ns.Annotations[tenancyv1alpha1.OriginAnnotation] = tenancyv1alpha1.OriginAdopted
 	}
-	return lbls, annos
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func encodeManagedKeys(lbls, annos map[string]string) string {
-	b, _ := json.Marshal(managedKeys{Labels: sortedKeys(lbls), Annotations: sortedKeys(annos)})
-	return string(b)
-}
-
-func decodeManagedKeys(ns *corev1.Namespace) managedKeys {
-	var keys managedKeys
-	if raw := ns.Annotations[managedKeysAnnotation]; raw != "" {
-		_ = json.Unmarshal([]byte(raw), &keys) // a mangled value only loses cleanup of extra keys
-	}
-	return keys
+	return ns
 }
 
 // claimedBy reports whether the namespace may be managed by Tenant t: it is labelled
@@ -102,13 +98,12 @@ func conflictMessage(ns *corev1.Namespace, t *tenancyv1alpha1.Tenant) string {
 // converges the objects inside it.
 func (r *Reconciler) reconcileNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant, spec *tenancyv1alpha1.TenantNamespace) namespaceResult {
 	res := namespaceResult{name: spec.Name, state: tenancyv1alpha1.NamespaceReady}
-	lbls, annos := desiredNamespaceMeta(t, spec)
 
 	var ns corev1.Namespace
 	err := r.Get(ctx, client.ObjectKey{Name: spec.Name}, &ns)
 	switch {
 	case apierrors.IsNotFound(err):
-		created, isNew, cerr := r.createNamespace(ctx, t, spec.Name, lbls, annos)
+		created, isNew, cerr := r.createNamespace(ctx, desiredNamespace(t, spec, nil))
 		if cerr != nil {
 			return failed(res, fmt.Errorf("creating namespace %q: %w", spec.Name, cerr))
 		}
@@ -125,7 +120,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, t *tenancyv1alpha1.
 		res.state, res.message = tenancyv1alpha1.NamespaceConflict, conflictMessage(&ns, t)
 		return res
 	}
-	if err := r.syncNamespaceMeta(ctx, t, &ns, lbls, annos); err != nil {
+	if err := r.applyNamespace(ctx, t, &ns, desiredNamespace(t, spec, &ns)); err != nil {
 		return failed(res, fmt.Errorf("updating namespace %q: %w", ns.Name, err))
 	}
 	if msg, err := r.reconcileChildren(ctx, t, ns.Name); err != nil || msg != "" {
@@ -143,106 +138,80 @@ func failed(res namespaceResult, err error) namespaceResult {
 }
 
 // createNamespace creates the namespace, or returns the live one (and false) when
-// someone made it first.
-func (r *Reconciler) createNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant, name string, lbls, annos map[string]string) (*corev1.Namespace, bool, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{labels.ManagedBy: labels.ManagedByValue}, Annotations: map[string]string{}}}
-	for k, v := range lbls {
-		ns.Labels[k] = v
-	}
-	for k, v := range annos {
-		ns.Annotations[k] = v
-	}
-	ns.Annotations[tenancyv1alpha1.OriginAnnotation] = tenancyv1alpha1.OriginCreated
-	ns.Annotations[tenancyv1alpha1.OwnerUIDAnnotation] = string(t.UID)
-	ns.Annotations[managedKeysAnnotation] = encodeManagedKeys(lbls, annos)
+// someone made it first. A create, unlike an apply, fails when the namespace exists,
+// so origin "created" is only ever written on a namespace Orderly made.
+func (r *Reconciler) createNamespace(ctx context.Context, ns *corev1.Namespace) (*corev1.Namespace, bool, error) {
 	if err := r.Create(ctx, ns, client.FieldOwner(labels.FieldManager)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// Someone (or our own earlier attempt, not yet in the cache) made it first:
 			// judge the live object like any existing one.
 			live := &corev1.Namespace{}
-			if gerr := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, live); gerr != nil {
+			if gerr := r.APIReader.Get(ctx, client.ObjectKey{Name: ns.Name}, live); gerr != nil {
 				return nil, false, gerr
 			}
 			return live, false, nil
 		}
 		return nil, false, err
 	}
-	log.FromContext(ctx).Info("Created Namespace for Tenant", "namespace", name)
+	log.FromContext(ctx).Info("Created Namespace for Tenant", "namespace", ns.Name)
 	return ns, true, nil
 }
 
-// syncNamespaceMeta sets the labels and annotations Orderly owns and removes the ones
-// it set before but no longer wants, in a single merge patch when anything differs.
-func (r *Reconciler) syncNamespaceMeta(ctx context.Context, t *tenancyv1alpha1.Tenant, ns *corev1.Namespace, lbls, annos map[string]string) error {
-	want := map[string]map[string]any{"labels": {}, "annotations": {}}
-	for k, v := range lbls {
-		if cur, ok := ns.Labels[k]; !ok || cur != v {
-			want["labels"][k] = v
-		}
-	}
-	for k, v := range annos {
-		if cur, ok := ns.Annotations[k]; !ok || cur != v {
-			want["annotations"][k] = v
-		}
-	}
-	prev := decodeManagedKeys(ns)
-	for _, k := range prev.Labels {
-		if _, keep := lbls[k]; !keep {
-			if _, present := ns.Labels[k]; present {
-				want["labels"][k] = nil
-			}
-		}
-	}
-	for _, k := range prev.Annotations {
-		if _, keep := annos[k]; !keep {
-			if _, present := ns.Annotations[k]; present {
-				want["annotations"][k] = nil
-			}
-		}
-	}
-	adopting := ns.Annotations[tenancyv1alpha1.OwnerUIDAnnotation] != string(t.UID)
-	if adopting {
-		want["annotations"][tenancyv1alpha1.OwnerUIDAnnotation] = string(t.UID)
-	}
-	// Only a namespace this very Tenant created keeps origin "created": anything else
-	// it now manages was adopted, and is therefore never deleted by Orderly.
-	if origin := ns.Annotations[tenancyv1alpha1.OriginAnnotation]; adopting || origin == "" {
-		if origin != tenancyv1alpha1.OriginAdopted {
-			want["annotations"][tenancyv1alpha1.OriginAnnotation] = tenancyv1alpha1.OriginAdopted
-		}
-	}
-	if keys := encodeManagedKeys(lbls, annos); ns.Annotations[managedKeysAnnotation] != keys {
-		want["annotations"][managedKeysAnnotation] = keys
-	}
-	if len(want["labels"]) == 0 && len(want["annotations"]) == 0 {
-		return nil
-	}
-	if err := r.patchNamespaceMeta(ctx, ns, want); err != nil {
+// applyNamespace brings the labels and annotations Orderly sets on a claimed
+// namespace to want. Keys Orderly set before and no longer wants go; keys anyone else
+// set stay.
+func (r *Reconciler) applyNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant, live, want *corev1.Namespace) error {
+	adopting := live.Annotations[tenancyv1alpha1.OwnerUIDAnnotation] != string(t.UID)
+	_, migrating := live.Annotations[legacyManagedKeysAnnotation]
+	wrote, err := applyOwned(ctx, r.Client, live, want, extractNamespace, legacyCleanup(live, want))
+	if err != nil || !wrote {
 		return err
 	}
 	switch {
 	case adopting:
-		log.FromContext(ctx).Info("Adopted Namespace into Tenant", "namespace", ns.Name)
-		r.Recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceAdopted", "Adopt", "Adopted existing namespace %s (annotated %s=%s)", ns.Name, tenancyv1alpha1.AdoptAnnotation, t.Name)
+		log.FromContext(ctx).Info("Adopted Namespace into Tenant", "namespace", live.Name)
+		r.Recorder.Eventf(t, live, corev1.EventTypeNormal, "NamespaceAdopted", "Adopt", "Adopted existing namespace %s (annotated %s=%s)", live.Name, tenancyv1alpha1.AdoptAnnotation, t.Name)
+	case migrating:
+		log.FromContext(ctx).Info("Moved Namespace metadata to server-side apply", "namespace", live.Name)
 	case t.Status.ObservedGeneration == t.Generation:
-		log.FromContext(ctx).Info("Repaired Namespace metadata", "namespace", ns.Name)
-		r.Recorder.Eventf(t, ns, corev1.EventTypeNormal, "Repaired", "Repair", "Restored labels and annotations of namespace %s", ns.Name)
+		log.FromContext(ctx).Info("Repaired Namespace metadata", "namespace", live.Name)
+		r.Recorder.Eventf(t, live, corev1.EventTypeNormal, "Repaired", "Repair", "Restored labels and annotations of namespace %s", live.Name)
 	}
 	return nil
 }
 
-func (r *Reconciler) patchNamespaceMeta(ctx context.Context, ns *corev1.Namespace, meta map[string]map[string]any) error {
-	body := map[string]any{"metadata": map[string]any{}}
-	for field, values := range meta {
-		if len(values) > 0 {
-			body["metadata"].(map[string]any)[field] = values
+// legacyCleanup is the one-time migration of a namespace that carries
+// legacyManagedKeysAnnotation: JSON patch operations that remove the keys it lists
+// that want no longer has, and the annotation itself. A key that another field
+// manager owns is someone else's now and stays. Keys Orderly still wants are left to
+// the apply, which takes them over.
+func legacyCleanup(live, want *corev1.Namespace) []patchOp {
+	raw, ok := live.Annotations[legacyManagedKeysAnnotation]
+	if !ok {
+		return nil
+	}
+	var listed struct {
+		Labels      []string `json:"labels"`
+		Annotations []string `json:"annotations"`
+	}
+	_ = json.Unmarshal([]byte(raw), &listed) // a mangled value only loses the cleanup of keys no longer wanted
+	others := ownedByOthers(live)
+	var ops []patchOp
+	for _, k := range slices.Compact(slices.Sorted(slices.Values(listed.Labels))) {
+		_, wanted := want.Labels[k]
+		_, present := live.Labels[k]
+		if present && !wanted && !others.labels.Has(k) {
+			ops = append(ops, removeOp("labels", k))
 		}
 	}
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return err
+	for _, k := range slices.Compact(slices.Sorted(slices.Values(listed.Annotations))) {
+		_, wanted := want.Annotations[k]
+		_, present := live.Annotations[k]
+		if present && !wanted && !others.annotations.Has(k) && k != legacyManagedKeysAnnotation {
+			ops = append(ops, removeOp("annotations", k))
+		}
 	}
-	return r.Patch(ctx, ns, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(labels.FieldManager))
+	return append(ops, removeOp("annotations", legacyManagedKeysAnnotation))
 }
 
 // ownedNamespaces lists the namespaces labelled as belonging to t.
@@ -294,25 +263,15 @@ func (r *Reconciler) letGo(ctx context.Context, t *tenancyv1alpha1.Tenant, ns *c
 			return err
 		}
 	}
-	keys := decodeManagedKeys(ns)
-	strip := map[string]map[string]any{"labels": {}, "annotations": {}}
-	for _, k := range append(keys.Labels, tenancyv1alpha1.TenantLabel) {
-		if _, ok := ns.Labels[k]; ok {
-			strip["labels"][k] = nil
-		}
-	}
-	if ns.Labels[labels.ManagedBy] == labels.ManagedByValue {
-		strip["labels"][labels.ManagedBy] = nil
-	}
-	for _, k := range append(keys.Annotations, tenancyv1alpha1.OriginAnnotation, tenancyv1alpha1.OwnerUIDAnnotation, managedKeysAnnotation) {
-		if _, ok := ns.Annotations[k]; ok {
-			strip["annotations"][k] = nil
-		}
-	}
-	if err := r.patchNamespaceMeta(ctx, ns, strip); client.IgnoreNotFound(err) != nil {
+	// Applying nothing removes every label and annotation that only Orderly set.
+	none := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}}
+	wrote, err := applyOwned(ctx, r.Client, ns, none, extractNamespace, legacyCleanup(ns, none))
+	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("releasing namespace %q: %w", ns.Name, err)
 	}
-	log.FromContext(ctx).Info("Released Namespace from Tenant", "namespace", ns.Name)
-	r.Recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceReleased", "Release", "Released namespace %s: Orderly's labels and objects removed, workloads kept", ns.Name)
+	if wrote {
+		log.FromContext(ctx).Info("Released Namespace from Tenant", "namespace", ns.Name)
+		r.Recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceReleased", "Release", "Released namespace %s: Orderly's labels and objects removed, workloads kept", ns.Name)
+	}
 	return nil
 }

@@ -6,12 +6,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // Condition reasons.
@@ -23,6 +20,10 @@ const (
 	ReasonApplyFailed       = "ApplyFailed"
 	ReasonResourcesApplied  = "ResourcesApplied"
 )
+
+// namespaceMessageLimit is the longest message of one namespace in status (the API's
+// MaxLength).
+const namespaceMessageLimit = 1024
 
 // computeStatus derives the Tenant's status from what this reconcile observed.
 // Pure: conditions keep their transition times when their status does not change.
@@ -36,7 +37,7 @@ func computeStatus(t *tenancyv1alpha1.Tenant, results []namespaceResult) tenancy
 	var conflicts, pending, failedNames []string
 	var firstConflict, firstFailure string
 	for _, res := range results {
-		st.Namespaces = append(st.Namespaces, tenancyv1alpha1.TenantNamespaceStatus{Name: res.name, State: res.state, Message: truncate(res.message, 1024)})
+		st.Namespaces = append(st.Namespaces, tenancyv1alpha1.TenantNamespaceStatus{Name: res.name, State: res.state, Message: kit.Truncate(res.message, namespaceMessageLimit)})
 		switch res.state {
 		case tenancyv1alpha1.NamespaceReady:
 			st.ReadyNamespaces++
@@ -55,49 +56,38 @@ func computeStatus(t *tenancyv1alpha1.Tenant, results []namespaceResult) tenancy
 		}
 	}
 
-	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: truncate(msg, 32768), ObservedGeneration: t.Generation,
-		})
-	}
+	conds := kit.ConditionsOf(&st.Conditions, t.Generation)
 	if len(conflicts) > 0 {
-		set(tenancyv1alpha1.ConditionNamespaceConflict, metav1.ConditionTrue, ReasonNamespaceConflict,
+		conds.True(tenancyv1alpha1.ConditionNamespaceConflict, ReasonNamespaceConflict,
 			fmt.Sprintf("%d namespace(s) left alone because they belong to someone else: %s. %s", len(conflicts), strings.Join(conflicts, ", "), firstConflict))
 	} else {
-		set(tenancyv1alpha1.ConditionNamespaceConflict, metav1.ConditionFalse, ReasonNoConflict, "No listed namespace belongs to someone else")
+		conds.False(tenancyv1alpha1.ConditionNamespaceConflict, ReasonNoConflict, "No listed namespace belongs to someone else")
 	}
 	if len(failedNames) > 0 {
-		set(tenancyv1alpha1.ConditionResourcesReady, metav1.ConditionFalse, ReasonApplyFailed,
+		conds.False(tenancyv1alpha1.ConditionResourcesReady, ReasonApplyFailed,
 			fmt.Sprintf("Could not converge %s: %s", strings.Join(failedNames, ", "), firstFailure))
 	} else {
-		set(tenancyv1alpha1.ConditionResourcesReady, metav1.ConditionTrue, ReasonResourcesApplied,
+		conds.True(tenancyv1alpha1.ConditionResourcesReady, ReasonResourcesApplied,
 			"RoleBindings, quota, limits and NetworkPolicy are as declared in every managed namespace")
 	}
 	switch {
 	case len(conflicts) > 0:
-		set(tenancyv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNamespaceConflict,
+		conds.False(tenancyv1alpha1.ConditionReady, ReasonNamespaceConflict,
 			fmt.Sprintf("%d of %d namespaces ready; in conflict: %s", st.ReadyNamespaces, st.NamespaceCount, strings.Join(conflicts, ", ")))
 	case len(failedNames) > 0:
-		set(tenancyv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonApplyFailed,
+		conds.False(tenancyv1alpha1.ConditionReady, ReasonApplyFailed,
 			fmt.Sprintf("%d of %d namespaces ready; failing: %s", st.ReadyNamespaces, st.NamespaceCount, strings.Join(failedNames, ", ")))
 	case len(pending) > 0:
-		set(tenancyv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNamespacePending,
+		conds.False(tenancyv1alpha1.ConditionReady, ReasonNamespacePending,
 			fmt.Sprintf("%d of %d namespaces ready; waiting for: %s", st.ReadyNamespaces, st.NamespaceCount, strings.Join(pending, ", ")))
 	default:
-		set(tenancyv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady,
+		conds.True(tenancyv1alpha1.ConditionReady, ReasonReady,
 			fmt.Sprintf("All %d namespaces are ready", st.NamespaceCount))
 	}
 	return st
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
-
-// updateStatus writes the status when it changed, emits a warning Event when a
+// updateStatus writes the status computed from results, emits a warning Event when a
 // namespace newly falls into conflict, and updates the metrics.
 func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, results []namespaceResult) error {
 	prevState := map[string]tenancyv1alpha1.NamespaceState{}
@@ -109,15 +99,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant
 			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonNamespaceConflict, "Claim", "%s", res.message)
 		}
 	}
-	st := computeStatus(t, results)
-	recordMetrics(t.Name, st)
-	if equality.Semantic.DeepEqual(st, t.Status) {
-		return nil
-	}
-	patch := client.MergeFrom(t.DeepCopy())
-	t.Status = st
-	if err := r.Status().Patch(ctx, t, patch); err != nil {
-		return fmt.Errorf("updating status: %w", err)
-	}
-	return nil
+	err := kit.PatchStatus(ctx, r.Client, r.APIReader, t, func(latest *tenancyv1alpha1.Tenant) {
+		latest.Status = computeStatus(latest, results)
+	})
+	recordMetrics(t)
+	return err
 }

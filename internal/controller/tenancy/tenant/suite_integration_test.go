@@ -16,9 +16,12 @@ import (
 // person would and to observe the world.
 var k client.Client
 
+// env is the test API server, for tests that watch.
+var env *testenv.Env
+
 func TestMain(m *testing.M) {
 	testenv.Main(m, func(e *testenv.Env) (func(), error) {
-		k = e.Client
+		k, env = e.Client, e
 		return e.StartManager(kit.Deps{}, []kit.Controller{Controller})
 	})
 }

@@ -43,9 +43,16 @@ const (
 type Connector struct {
 	mu    sync.Mutex
 	pools map[string]*pool
+	// closed is set by Close: no pool is made after it.
+	closed bool
+	// closing counts the pools being closed in the background, which Close waits for.
+	closing sync.WaitGroup
 	// MaxConns bounds each pool; default 8.
 	MaxConns int32
 }
+
+// errClosed is returned by Connect after Close.
+var errClosed = errors.New("the database connector is closed")
 
 // pool is one server's pool and the connection string it was made with.
 type pool struct {
@@ -56,31 +63,35 @@ type pool struct {
 // NewConnector returns a Connector with no pools yet.
 func NewConnector() *Connector { return &Connector{pools: map[string]*pool{}} }
 
-// Close closes every pool.
+// Close closes every pool, those replaced or forgotten before included, and returns
+// once all their connections are closed (a connection in use is closed when it is
+// returned). Connect fails afterwards. Closing twice is harmless.
 func (c *Connector) Close() {
 	c.mu.Lock()
-	old := c.pools
-	c.pools = map[string]*pool{}
-	c.mu.Unlock()
-	for _, p := range old {
-		p.Close()
+	c.closed = true
+	for _, p := range c.pools {
+		c.closeLater(p)
 	}
+	c.pools = nil
+	c.mu.Unlock()
+	c.closing.Wait()
 }
 
 // Forget closes the pool of the server called name, if there is one.
 func (c *Connector) Forget(name string) {
 	c.mu.Lock()
-	p, ok := c.pools[name]
-	delete(c.pools, name)
-	c.mu.Unlock()
-	if ok {
-		closeLater(p)
+	defer c.mu.Unlock()
+	if p, ok := c.pools[name]; ok {
+		delete(c.pools, name)
+		c.closeLater(p)
 	}
 }
 
-// closeLater closes p without waiting: Close blocks until connections in use are
-// returned, and a reconcile still using the old pool must not hold up the caller.
-func closeLater(p *pool) { go p.Close() }
+// closeLater closes p without waiting: a pool's Close blocks until the connections
+// in use are returned, and a reconcile still using the old pool must not hold up
+// the caller. Called with c.mu held, so that Close, which sets closed under the same
+// lock, waits for every pool closed before it.
+func (c *Connector) closeLater(p *pool) { c.closing.Go(p.Close) }
 
 // ConnString builds a libpq keyword/value connection string; values are quoted.
 func ConnString(s engine.Server, database string) string {
@@ -107,12 +118,15 @@ func (c *Connector) Connect(ctx context.Context, kind string, s engine.Server) (
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errClosed
+	}
 	if p, ok := c.pools[key]; ok {
 		if p.connString == connString {
 			return &Postgres{pool: p.Pool, server: s}, nil
 		}
 		delete(c.pools, key)
-		closeLater(p)
+		c.closeLater(p)
 	}
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
@@ -127,6 +141,9 @@ func (c *Connector) Connect(ctx context.Context, kind string, s engine.Server) (
 	p, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", engine.ErrUnreachable, safeError(err))
+	}
+	if c.pools == nil {
+		c.pools = map[string]*pool{}
 	}
 	c.pools[key] = &pool{Pool: p, connString: connString}
 	return &Postgres{pool: p, server: s}, nil

@@ -320,3 +320,59 @@ func TestPoolIsClosedWhenCredentialsChangeOrServerIsForgotten(t *testing.T) {
 		t.Fatal("the engine of a forgotten server still works")
 	}
 }
+
+// The manager closes the connector when it stops: every pool goes, the ones replaced
+// or forgotten before too (even while a reconcile still holds one of their
+// connections), and no pool is made afterwards.
+func TestCloseClosesEveryPoolAndMakesNoMore(t *testing.T) {
+	ctx := context.Background()
+	_, admin := connect(t)
+	c := NewConnector()
+	server := func(name string) engine.Server {
+		return engine.Server{Name: name, Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password}
+	}
+	forgotten, err := c.Connect(ctx, "postgres", server("forgotten"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A reconcile still uses a connection of the pool when its server is forgotten.
+	inUse, err := forgotten.(*Postgres).pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Forget("forgotten")
+	live, err := c.Connect(ctx, "postgres", server("live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := live.Info(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitSessions(t, admin, pg.Username, 2)
+
+	closed := make(chan struct{})
+	go func() {
+		c.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a pool it had forgotten still had a connection open")
+	case <-time.After(500 * time.Millisecond):
+	}
+	inUse.Release()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return once the last connection was returned")
+	}
+	waitSessions(t, admin, pg.Username, 0)
+
+	if _, err := c.Connect(ctx, "postgres", server("late")); err == nil {
+		t.Fatal("Connect after Close made a pool that nobody closes")
+	}
+	if _, err := live.Info(ctx); err == nil {
+		t.Fatal("the engine of a closed connector still works")
+	}
+	c.Close()
+}

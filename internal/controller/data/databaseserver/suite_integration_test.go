@@ -1,0 +1,68 @@
+//go:build integration
+
+package databaseserver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/kit"
+	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testpg"
+)
+
+var (
+	// k is a client straight to the API server (no cache), used by the tests to act
+	// as a person would and to observe the world.
+	k client.Client
+	// pg is a real PostgreSQL server that stays up; tests that stop a server start
+	// their own.
+	pg *testpg.Server
+)
+
+// recheck is how often the tests' controller checks a server again, so that a
+// server going down or coming back is noticed within the tests' patience.
+const recheck = 200 * time.Millisecond
+
+// withRecheckEvery is the DatabaseServer controller checking servers every interval.
+func withRecheckEvery(interval time.Duration) kit.Controller {
+	c := Controller
+	c.Setup = func(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-databaseserver")),
+			Connector: deps.Databases, Clock: deps.ClockOrReal(), RecheckReachable: interval, RecheckUnreachable: interval}
+		return r.SetupWithManager(ctx, mgr, deps.Options)
+	}
+	return c
+}
+
+func TestMain(m *testing.M) {
+	var err error
+	if pg, err = testpg.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "starting PostgreSQL for the tests:", err)
+		os.Exit(1)
+	}
+	testenv.Main(m, func(e *testenv.Env) (func(), error) {
+		k = e.Client
+		connector := postgres.NewConnector()
+		stop, err := e.StartManager(kit.Deps{Databases: connector}, []kit.Controller{withRecheckEvery(recheck)})
+		return func() {
+			if stop != nil {
+				stop()
+			}
+			connector.Close()
+			pg.Close()
+		}, err
+	})
+}
+
+const (
+	timeout = 30 * time.Second
+	poll    = 100 * time.Millisecond
+)
