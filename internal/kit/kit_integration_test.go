@@ -137,3 +137,23 @@ func TestApplyOwnsOnlyWhatOrderlySets(t *testing.T) {
 	g.Expect(cm.Labels).To(Equal(map[string]string{"a": "1", "c": "3"}), "b was Orderly's and is no longer wanted; c is someone else's; a is Orderly's value again")
 	g.Expect(cm.Data).To(Equal(map[string]string{"k": "v"}))
 }
+
+// PatchStatusReplacing tells which version the write replaced, for transition Events,
+// and nothing when nothing was written.
+func TestPatchStatusReplacingReturnsWhatWasReplaced(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	newTenant(t, "kit-replaced")
+	stale := get(t, "kit-replaced")
+	newer := get(t, "kit-replaced")
+	newer.Status.NamespaceCount = 5
+	g.Expect(k.Status().Update(ctx, newer)).To(Succeed())
+
+	replaced, err := kit.PatchStatusReplacing(ctx, k, k, stale, func(tn *tenancyv1alpha1.Tenant) { tn.Status.NamespaceCount = 7 })
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(replaced).NotTo(BeNil())
+	g.Expect(replaced.Status.NamespaceCount).To(Equal(int32(5)), "the status actually overwritten, not the stale copy's")
+
+	replaced, err = kit.PatchStatusReplacing(ctx, k, k, stale, func(tn *tenancyv1alpha1.Tenant) { tn.Status.NamespaceCount = 7 })
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(replaced).To(BeNil(), "nothing written, nothing replaced")
+}

@@ -28,28 +28,39 @@ const conflictRetries = 3
 //
 // On return obj holds the status compute set last, written or not.
 func PatchStatus[T client.Object](ctx context.Context, c client.Client, reader client.Reader, obj T, compute func(T)) error {
+	_, err := PatchStatusReplacing(ctx, c, reader, obj, compute)
+	return err
+}
+
+// PatchStatusReplacing is PatchStatus that also returns the version of obj whose
+// status the write replaced, so that the caller can send Events for the transitions
+// it made; it is the zero T (nil) when nothing was written.
+func PatchStatusReplacing[T client.Object](ctx context.Context, c client.Client, reader client.Reader, obj T, compute func(T)) (T, error) {
+	var none T
 	generation := obj.GetGeneration()
 	for attempt := 0; ; attempt++ {
 		before := obj.DeepCopyObject().(T)
 		compute(obj)
 		if equality.Semantic.DeepEqual(before, obj) {
-			return nil
+			return none, nil
 		}
 		err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		if err == nil || apierrors.IsNotFound(err) {
-			return nil
-		}
-		if !apierrors.IsConflict(err) || attempt >= conflictRetries {
-			return fmt.Errorf("updating status: %w", err)
+		switch {
+		case err == nil:
+			return before, nil
+		case apierrors.IsNotFound(err):
+			return none, nil
+		case !apierrors.IsConflict(err) || attempt >= conflictRetries:
+			return none, fmt.Errorf("updating status: %w", err)
 		}
 		if err := reread(ctx, reader, obj); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil
+				return none, nil
 			}
-			return fmt.Errorf("updating status: %w", err)
+			return none, fmt.Errorf("updating status: %w", err)
 		}
 		if obj.GetGeneration() != generation {
-			return nil
+			return none, nil
 		}
 	}
 }

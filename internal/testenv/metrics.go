@@ -3,6 +3,8 @@ package testenv
 import (
 	"strings"
 
+	. "github.com/onsi/gomega"
+
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -35,4 +37,11 @@ func Series(name string, match map[string]string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// SeriesOf is Series for a Gomega assertion, failing g when the registry cannot be read.
+func SeriesOf(g Gomega, name string, match map[string]string) int {
+	n, err := Series(name, match)
+	g.Expect(err).NotTo(HaveOccurred())
+	return n
 }

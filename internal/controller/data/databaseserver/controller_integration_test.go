@@ -153,13 +153,6 @@ func TestEventsOnTransitions(t *testing.T) {
 	}
 }
 
-// seriesOf counts the series of metric name whose labels include match.
-func seriesOf(g Gomega, name string, match map[string]string) int {
-	n, err := testenv.Series(name, match)
-	g.Expect(err).NotTo(HaveOccurred())
-	return n
-}
-
 // A server's series go with it.
 func TestMetricSeriesGoWithTheServer(t *testing.T) {
 	g := NewWithT(t)
@@ -169,14 +162,14 @@ func TestMetricSeriesGoWithTheServer(t *testing.T) {
 		var got datav1alpha1.DatabaseServer
 		g.Expect(k.Get(context.Background(), client.ObjectKeyFromObject(s), &got)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, datav1alpha1.ConditionReachable)).To(BeTrue())
-		g.Expect(seriesOf(g, "orderly_databaseserver_reachable", server)).To(Equal(1))
-		g.Expect(seriesOf(g, "orderly_databaseserver_databases_in_use", server)).To(Equal(1))
+		g.Expect(testenv.SeriesOf(g, "orderly_databaseserver_reachable", server)).To(Equal(1))
+		g.Expect(testenv.SeriesOf(g, "orderly_databaseserver_databases_in_use", server)).To(Equal(1))
 	}, timeout, poll).Should(Succeed())
 
 	g.Expect(k.Delete(context.Background(), s)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(k.Get(context.Background(), client.ObjectKeyFromObject(s), &datav1alpha1.DatabaseServer{}))).To(BeTrue())
-		g.Expect(seriesOf(g, "orderly_databaseserver_reachable", server)).To(BeZero())
-		g.Expect(seriesOf(g, "orderly_databaseserver_databases_in_use", server)).To(BeZero())
+		g.Expect(testenv.SeriesOf(g, "orderly_databaseserver_reachable", server)).To(BeZero())
+		g.Expect(testenv.SeriesOf(g, "orderly_databaseserver_databases_in_use", server)).To(BeZero())
 	}, timeout, poll).Should(Succeed())
 }

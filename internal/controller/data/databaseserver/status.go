@@ -75,22 +75,17 @@ func computeStatus(s *datav1alpha1.DatabaseServer, obs observation) datav1alpha1
 // updateStatus writes the status computed from obs, records the metrics, and sends
 // the Events of the transitions that the write made.
 func (r *Reconciler) updateStatus(ctx context.Context, s *datav1alpha1.DatabaseServer, obs observation) error {
-	generation := s.Generation
-	// before is the status the written one replaced: compute runs again on the
-	// latest version after a lost optimistic lock, so it is taken there.
-	var before datav1alpha1.DatabaseServerStatus
-	err := kit.PatchStatus(ctx, r.Client, r.APIReader, s, func(cur *datav1alpha1.DatabaseServer) {
-		before = *cur.Status.DeepCopy()
+	replaced, err := kit.PatchStatusReplacing(ctx, r.Client, r.APIReader, s, func(cur *datav1alpha1.DatabaseServer) {
 		cur.Status = computeStatus(cur, obs)
 	})
 	recordMetrics(s.Name, s.Status)
 	if err != nil {
 		return err
 	}
-	// A status dropped for a newer generation is reported, with its Events, by the
-	// reconcile that the spec change triggers.
-	if s.Generation == generation {
-		r.recordTransitions(s, before)
+	// Nothing written (unchanged, or dropped for a newer generation whose reconcile
+	// reports afresh): no transition to tell.
+	if replaced != nil {
+		r.recordTransitions(s, replaced.Status)
 	}
 	return nil
 }

@@ -11,13 +11,6 @@ import (
 	"orderly.dev/orderly/internal/testenv"
 )
 
-// seriesOf counts the series of metric name whose labels include match.
-func seriesOf(g Gomega, name string, match map[string]string) int {
-	n, err := testenv.Series(name, match)
-	g.Expect(err).NotTo(HaveOccurred())
-	return n
-}
-
 // A DevDatabase's series go when it goes, and a DatabaseServer's per-server counters
 // when the server goes: series of deleted objects do not pile up.
 func TestMetricSeriesGoWithTheirObjects(t *testing.T) {
@@ -30,22 +23,22 @@ func TestMetricSeriesGoWithTheirObjects(t *testing.T) {
 	object := map[string]string{"namespace": ns, "name": "metered"}
 	server := map[string]string{"server": s.Name}
 	g.Eventually(func(g Gomega) {
-		g.Expect(seriesOf(g, "orderly_devdatabase_info", object)).To(Equal(1))
-		g.Expect(seriesOf(g, "orderly_devdatabase_info", map[string]string{"namespace": ns, "name": "metered", "phase": "Ready"})).To(Equal(1))
-		g.Expect(seriesOf(g, "orderly_devdatabase_created_total", server)).To(Equal(1))
+		g.Expect(testenv.SeriesOf(g, "orderly_devdatabase_info", object)).To(Equal(1))
+		g.Expect(testenv.SeriesOf(g, "orderly_devdatabase_info", map[string]string{"namespace": ns, "name": "metered", "phase": "Ready"})).To(Equal(1))
+		g.Expect(testenv.SeriesOf(g, "orderly_devdatabase_created_total", server)).To(Equal(1))
 	}, timeout, poll).Should(Succeed())
 
 	g.Expect(k.Delete(ctx, d)).To(Succeed())
 	waitGone(t, d)
 	g.Eventually(func(g Gomega) {
-		g.Expect(seriesOf(g, "orderly_devdatabase_info", object)).To(BeZero())
-		g.Expect(seriesOf(g, "orderly_devdatabase_dropped_total", server)).To(Equal(1), "the server is still there")
+		g.Expect(testenv.SeriesOf(g, "orderly_devdatabase_info", object)).To(BeZero())
+		g.Expect(testenv.SeriesOf(g, "orderly_devdatabase_dropped_total", server)).To(Equal(1), "the server is still there")
 	}, timeout, poll).Should(Succeed())
 
 	g.Expect(k.Delete(ctx, s)).To(Succeed())
 	waitGone(t, s)
 	g.Eventually(func(g Gomega) {
-		g.Expect(seriesOf(g, "orderly_devdatabase_created_total", server)).To(BeZero())
-		g.Expect(seriesOf(g, "orderly_devdatabase_dropped_total", server)).To(BeZero())
+		g.Expect(testenv.SeriesOf(g, "orderly_devdatabase_created_total", server)).To(BeZero())
+		g.Expect(testenv.SeriesOf(g, "orderly_devdatabase_dropped_total", server)).To(BeZero())
 	}, timeout, poll).Should(Succeed())
 }

@@ -126,22 +126,17 @@ func computeStatus(d *datav1alpha1.DevDatabase, o outcome, now time.Time) datav1
 // updateStatus writes the status computed from o when it changed, records the
 // phase metric, and sends the Events that belong to the condition changes it made.
 func (r *Reconciler) updateStatus(ctx context.Context, d *datav1alpha1.DevDatabase, o outcome, now time.Time) error {
-	generation := d.Generation
-	// before is the status the written one replaced: compute runs again on the
-	// latest version after a lost optimistic lock, so it is taken there.
-	var before datav1alpha1.DevDatabaseStatus
-	err := kit.PatchStatus(ctx, r.Client, r.APIReader, d, func(cur *datav1alpha1.DevDatabase) {
-		before = *cur.Status.DeepCopy()
+	replaced, err := kit.PatchStatusReplacing(ctx, r.Client, r.APIReader, d, func(cur *datav1alpha1.DevDatabase) {
 		cur.Status = computeStatus(cur, o, now)
 	})
 	recordPhase(d)
 	if err != nil {
 		return err
 	}
-	// A status dropped for a newer generation is reported, with its Events, by the
-	// reconcile that the spec change triggers.
-	if d.Generation == generation {
-		r.recordTransitions(d, before)
+	// Nothing written (unchanged, or dropped for a newer generation whose reconcile
+	// reports afresh): no transition to tell.
+	if replaced != nil {
+		r.recordTransitions(d, replaced.Status)
 	}
 	return nil
 }

@@ -658,9 +658,7 @@ func TestDeletingTheScheduleWakesEverything(t *testing.T) {
 
 // seriesOf counts the series of the SleepSchedule metrics that belong to the schedule name.
 func seriesOf(g Gomega, name string) int {
-	n, err := testenv.Series("orderly_sleepschedule_*", map[string]string{"schedule": name})
-	g.Expect(err).NotTo(HaveOccurred())
-	return n
+	return testenv.SeriesOf(g, "orderly_sleepschedule_*", map[string]string{"schedule": name})
 }
 
 func TestRemovingANamespaceFromTheScheduleWakesIt(t *testing.T) {

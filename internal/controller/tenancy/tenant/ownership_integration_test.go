@@ -220,7 +220,7 @@ func TestTenantRestoresChildrenTakenOverByAnotherManager(t *testing.T) {
 		g.Expect(np.Spec.Ingress).To(HaveLen(1))
 		g.Expect(np.Spec.Ingress[0].From).To(HaveLen(2))
 		g.Expect(eventReasons(g, "mike")).To(ContainElement("Repaired"))
-		g.Expect(seriesOf(g, "orderly_tenant_drift_repairs_total", map[string]string{"tenant": "mike", "kind": kindResourceQuota})).To(Equal(1))
+		g.Expect(testenv.SeriesOf(g, "orderly_tenant_drift_repairs_total", map[string]string{"tenant": "mike", "kind": kindResourceQuota})).To(Equal(1))
 	}, timeout, poll).Should(Succeed())
 	expectQuiet(t, "mike-dev", tn.Name)
 }
@@ -268,13 +268,6 @@ func TestTenantReplacesRoleBindingOnlyWhenRoleRefChanges(t *testing.T) {
 	expectQuiet(t, "november-dev", tn.Name)
 }
 
-// seriesOf counts the series of metric name whose labels include match.
-func seriesOf(g Gomega, name string, match map[string]string) int {
-	n, err := testenv.Series(name, match)
-	g.Expect(err).NotTo(HaveOccurred())
-	return n
-}
-
 // A Tenant's series go when it goes: series of deleted Tenants do not pile up.
 func TestTenantMetricSeriesGoWithTheTenant(t *testing.T) {
 	g := NewWithT(t)
@@ -285,7 +278,7 @@ func TestTenantMetricSeriesGoWithTheTenant(t *testing.T) {
 	names := []string{"orderly_tenant_namespaces_ready", "orderly_tenant_namespaces", "orderly_tenant_drift_repairs_total"}
 	g.Eventually(func(g Gomega) {
 		for _, name := range names {
-			g.Expect(seriesOf(g, name, map[string]string{"tenant": "oscar"})).To(Equal(1), name)
+			g.Expect(testenv.SeriesOf(g, name, map[string]string{"tenant": "oscar"})).To(Equal(1), name)
 		}
 	}, timeout, poll).Should(Succeed())
 
@@ -294,7 +287,7 @@ func TestTenantMetricSeriesGoWithTheTenant(t *testing.T) {
 		err := k.Get(ctx, client.ObjectKey{Name: tn.Name}, &tenancyv1alpha1.Tenant{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		for _, name := range names {
-			g.Expect(seriesOf(g, name, map[string]string{"tenant": "oscar"})).To(BeZero(), name)
+			g.Expect(testenv.SeriesOf(g, name, map[string]string{"tenant": "oscar"})).To(BeZero(), name)
 		}
 	}, timeout, poll).Should(Succeed())
 }
