@@ -3,7 +3,7 @@ package testenv
 import (
 	"strings"
 
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -40,8 +40,8 @@ func Series(name string, match map[string]string) (int, error) {
 }
 
 // SeriesOf is Series for a Gomega assertion, failing g when the registry cannot be read.
-func SeriesOf(g Gomega, name string, match map[string]string) int {
+func SeriesOf(g gomega.Gomega, name string, match map[string]string) int {
 	n, err := Series(name, match)
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 	return n
 }
