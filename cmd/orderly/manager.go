@@ -60,6 +60,7 @@ func selectControllers(names []string) ([]kit.Controller, error) {
 func newScheme() *runtime.Scheme { return scheme.New() }
 
 type managerOptions struct {
+	bindableClusterRoles    []string
 	kubeconfig              string
 	controllers             []string
 	leaderElect             bool
@@ -103,6 +104,7 @@ func addManagerFlags(f *pflag.FlagSet, o *managerOptions) {
 	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "reconciles that each controller runs at once")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info or error")
+	f.StringSliceVar(&o.bindableClusterRoles, "tenant-bindable-clusterroles", nil, "ClusterRoles a Tenant may bind in its namespaces (besides its owners' orderly-tenant-admin)")
 	addWebhookFlags(f, &o.webhook)
 }
 
@@ -174,10 +176,12 @@ func runManager(ctx context.Context, o managerOptions) error {
 		return err
 	}
 	deps := kit.Deps{
-		Options:   controller.Options{MaxConcurrentReconciles: o.concurrency},
-		Clock:     clock.RealClock{},
-		Databases: databases,
-		Admission: admissionServer.Admission,
+		Options:              controller.Options{MaxConcurrentReconciles: o.concurrency},
+		Clock:                clock.RealClock{},
+		Databases:            databases,
+		Admission:            admissionServer.Admission,
+		Namespace:            namespace,
+		BindableClusterRoles: o.bindableClusterRoles,
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,

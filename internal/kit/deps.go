@@ -35,6 +35,13 @@ type Deps struct {
 	// Admission is how admission-enforcing controllers mutate, and reach Orderly's
 	// webhook server.
 	Admission admission.Config
+	// Namespace is the manager's own namespace. User-facing policies never act on it
+	// (nor on kube-* namespaces), and the credentials that cluster-scoped objects refer
+	// to live in it.
+	Namespace string
+	// BindableClusterRoles are the ClusterRoles a Tenant may bind in its namespaces
+	// (--tenant-bindable-clusterroles); the manager's RBAC grants bind on these alone.
+	BindableClusterRoles []string
 }
 
 // ClockOrReal is d's clock, or the wall clock when none is set.
