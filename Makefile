@@ -35,12 +35,15 @@ test: prerequisites verify lint unit integration e2e ## Install what the tests n
 ##@ Prerequisites
 # Everything else `make test` needs (the Kubernetes binaries, controller-gen,
 # golangci-lint) is built from the Go module proxy; PostgreSQL's server, used by the
-# DevDatabase integration and e2e tests, comes from the system's packages. Where it is
-# found is the same rule as internal/localpg's.
+# DevDatabase integration and e2e tests, and Prometheus' server, used by the Canary
+# integration and e2e tests and the Canary benchmark, come from the system's packages.
+# Where PostgreSQL is found is the same rule as internal/localpg's; Prometheus is found
+# on PATH or by $ORDERLY_PROMETHEUS_BIN, as internal/testprom does.
 POSTGRES_INSTALL := sudo apt-get install -y postgresql
+PROMETHEUS_INSTALL := sudo apt-get install -y prometheus
 
 .PHONY: prerequisites
-prerequisites: ## Install PostgreSQL's server for the tests when it is missing (apt-get, as root); otherwise say how.
+prerequisites: ## Install PostgreSQL's and Prometheus' servers for the tests when missing (apt-get, as root); otherwise say how.
 	@if [ -n "$${ORDERLY_POSTGRES_BIN_DIR:-}" ]; then \
 		test -x "$$ORDERLY_POSTGRES_BIN_DIR/initdb" || { echo "ORDERLY_POSTGRES_BIN_DIR=$$ORDERLY_POSTGRES_BIN_DIR holds no initdb"; exit 1; }; \
 	elif ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then \
@@ -52,6 +55,20 @@ prerequisites: ## Install PostgreSQL's server for the tests when it is missing (
 		else \
 			echo "The tests need PostgreSQL's server binaries. Install them with: $(POSTGRES_INSTALL)"; \
 			echo "(or set ORDERLY_POSTGRES_BIN_DIR to a directory holding initdb, pg_ctl and postgres)"; \
+			exit 1; \
+		fi; \
+	fi
+	@if [ -n "$${ORDERLY_PROMETHEUS_BIN:-}" ]; then \
+		test -x "$$ORDERLY_PROMETHEUS_BIN" || { echo "ORDERLY_PROMETHEUS_BIN=$$ORDERLY_PROMETHEUS_BIN is not an executable"; exit 1; }; \
+	elif ! command -v prometheus >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "Installing Prometheus (Debian's prometheus package) for the tests"; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; \
+			command -v prometheus >/dev/null || { echo "apt-get installed prometheus but no prometheus is on PATH"; exit 1; }; \
+		else \
+			echo "The tests need Prometheus' server. Install it with: $(PROMETHEUS_INSTALL)"; \
+			echo "(or set ORDERLY_PROMETHEUS_BIN to a prometheus binary)"; \
 			exit 1; \
 		fi; \
 	fi

@@ -66,6 +66,7 @@ func newDevUpCommand() *cobra.Command {
 	var (
 		nodes     int
 		extraArgs []string
+		with      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -91,6 +92,16 @@ manifests; --extra-args only take effect when the cluster is created.`,
 			if err != nil {
 				return fmt.Errorf("reading the embedded manifests: %w", err)
 			}
+			for _, w := range with {
+				if w != "gateway-api" {
+					return fmt.Errorf("unknown --with %q: the only extra is gateway-api", w)
+				}
+				gw, err := devcluster.GatewayAPIManifests(ctx)
+				if err != nil {
+					return err
+				}
+				manifests = append(manifests, gw...)
+			}
 			_, err = devcluster.Up(ctx, devcluster.Options{
 				Name:      name,
 				Nodes:     nodes,
@@ -102,6 +113,8 @@ manifests; --extra-args only take effect when the cluster is created.`,
 	}
 	addNameFlag(cmd, &name)
 	cmd.Flags().IntVar(&nodes, "nodes", devcluster.DefaultNodes, "number of simulated (kwok) nodes")
+	cmd.Flags().StringSliceVar(&with, "with", nil,
+		"extra CRDs to install: gateway-api (the Gateway API "+devcluster.GatewayAPIVersion+" standard channel, for Canaries' HTTPRoutes)")
 	cmd.Flags().StringArrayVar(&extraArgs, "extra-args", nil,
 		"extra flag for a control plane component, as component=flag=value (repeatable; only when the cluster is created)")
 	return cmd

@@ -18,8 +18,9 @@ import (
 )
 
 // devPostgresSecret is the admin credentials Secret that the sample DatabaseServer
-// (config/samples) refers to.
-const devPostgresSecret = "default/postgres-admin"
+// (config/samples) refers to: in the manager's namespace, the only one Orderly reads
+// a DatabaseServer's Secrets from.
+const devPostgresSecret = "orderly-system/postgres-admin"
 
 // devPostgresOptions are the flags shared by the dev postgres commands.
 type devPostgresOptions struct {
@@ -49,9 +50,10 @@ to a directory with initdb, pg_ctl and postgres). It listens on 127.0.0.1:` + fm
 $` + devcluster.CacheDirEnv + `/postgres (as root: /var/tmp/orderly-postgres, since PostgreSQL refuses to
 run as root and runs as the postgres user instead).
 
-'up' also writes the admin credentials into the Secret default/postgres-admin of the
-local cluster, which the sample DatabaseServer (config/samples) refers to, and creates
-the sample template database ` + localpg.DevTemplate + `. 'make run' calls 'up --optional'.`,
+'up' also writes the admin credentials into the Secret ` + devPostgresSecret + ` of the
+local cluster (Orderly reads a DatabaseServer's Secrets from its own namespace only),
+which the sample DatabaseServer (config/samples) refers to, and creates the sample
+template database ` + localpg.DevTemplate + `. 'make run' calls 'up --optional'.`,
 		Example: `  orderly dev postgres up
   orderly dev postgres status
   orderly dev postgres down`,
@@ -84,7 +86,7 @@ installs them and the exit code is 0, so that 'make run' goes on without Postgre
 	addNameFlag(cmd, &o.cluster)
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster that gets the Secret (default: the local cluster's)")
-	f.StringVar(&o.secret, "secret", devPostgresSecret, "namespace/name of the admin credentials Secret; empty for none")
+	f.StringVar(&o.secret, "secret", devPostgresSecret, "namespace/name of the admin credentials Secret, in the manager's namespace (the only one Orderly reads it from); empty for none")
 	f.BoolVar(&o.optional, "optional", false, "when PostgreSQL is not installed, say how to install it and exit 0")
 	return cmd
 }

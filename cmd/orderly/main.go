@@ -27,7 +27,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newManagerCommand(), newVersionCommand(), newDevCommand(), newSleepCommand(), newDBCommand())
+	root.AddCommand(newManagerCommand(), newVersionCommand(), newDevCommand(), newSleepCommand(), newDBCommand(), newCanaryCommand())
 	return root
 }
 

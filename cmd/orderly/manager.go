@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,10 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	controllers "orderly.dev/orderly/internal/controller"
 	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/controller/tenancy/tenant"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/scheme"
 	"orderly.dev/orderly/internal/version"
@@ -65,7 +66,11 @@ type managerOptions struct {
 	controllers             []string
 	leaderElect             bool
 	leaderElectionNamespace string
+	leaseDuration           time.Duration
+	renewDeadline           time.Duration
+	retryPeriod             time.Duration
 	metricsAddr             string
+	metrics                 metricsOptions
 	probeAddr               string
 	qps                     float32
 	burst                   int
@@ -97,14 +102,21 @@ func addManagerFlags(f *pflag.FlagSet, o *managerOptions) {
 	f.StringSliceVar(&o.controllers, "controllers", controllerNames(), "controllers to run (comma-separated)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so that only one replica reconciles at a time")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "the manager's namespace: of the leader election Lease and the webhook's Service and Secret (default: the pod's namespace, else orderly-system)")
+	// Named as kube-controller-manager and kube-scheduler name them. The renew deadline
+	// is how long an API server outage the leader survives: past it, the manager
+	// exits (and is restarted) rather than risk two leaders.
+	f.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", defaultLeaseDuration, "how long a standby replica waits after the leader's last renewal before it takes over (a killed leader is replaced after about this long)")
+	f.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", defaultRenewDeadline, "how long the leader keeps trying to renew its lease (e.g. through an API server outage) before it gives up leadership and exits; less than --leader-elect-lease-duration")
+	f.DurationVar(&o.retryPeriod, "leader-elect-retry-period", defaultRetryPeriod, "how often replicas try to acquire or renew the lease")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	addMetricsFlags(f, &o.metrics)
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
-	f.Float32Var(&o.qps, "kube-api-qps", 50, "queries per second to the API server, for the whole process")
-	f.IntVar(&o.burst, "kube-api-burst", 100, "burst of queries to the API server")
-	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "reconciles that each controller runs at once")
+	f.Float32Var(&o.qps, "kube-api-qps", 0, "client-side limit of requests per second to the API server, for the whole process (0: none, the API server's Priority and Fairness paces Orderly)")
+	f.IntVar(&o.burst, "kube-api-burst", 0, "burst of requests above --kube-api-qps (0: twice --kube-api-qps)")
+	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 0, "reconciles that each controller runs at once (0: each controller's own default: sleepschedule 8, the others 4)")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info or error")
-	f.StringSliceVar(&o.bindableClusterRoles, "tenant-bindable-clusterroles", nil, "ClusterRoles a Tenant may bind in its namespaces (besides its owners' orderly-tenant-admin)")
+	f.StringSliceVar(&o.bindableClusterRoles, "tenant-bindable-clusterroles", tenant.DefaultBindableClusterRoles, "ClusterRoles a Tenant may bind in its namespaces, besides orderly-tenant-admin; the manager's RBAC must grant bind on each (docs/tenant.md)")
 	addWebhookFlags(f, &o.webhook)
 }
 
@@ -150,15 +162,20 @@ func runManager(ctx context.Context, o managerOptions) error {
 	if _, err := webhookOpts.Validate(); err != nil {
 		return err
 	}
+	if err := o.metrics.validate(); err != nil {
+		return err
+	}
+	leaseDuration, renewDeadline, retryPeriod, err := leaseTimings(o)
+	if err != nil {
+		return err
+	}
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading Kubernetes client config: %w", err)
 	}
-	cfg.QPS, cfg.Burst = o.qps, o.burst
-	// One limiter for the whole process: client-go otherwise gives every REST client
-	// (one per kind in controller-runtime) its own, and --kube-api-qps would not bound
-	// what Orderly sends to the API server in total.
-	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.qps, o.burst)
+	if err := setClientLimits(cfg, o.qps, o.burst); err != nil {
+		return err
+	}
 	cfg.UserAgent = "orderly/" + version.Version
 
 	scheme := newScheme()
@@ -186,12 +203,15 @@ func runManager(ctx context.Context, o managerOptions) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		WebhookServer:                 admissionServer.NewServer(),
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                       o.metrics.serverOptions(o.metricsAddr),
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              "orderly-manager",
 		LeaderElectionNamespace:       namespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
 		Cache:                         cache.Options{ByObject: byObject},
 		GracefulShutdownTimeout:       ptr.To(15 * time.Second),
 	})
@@ -210,13 +230,36 @@ func runManager(ctx context.Context, o managerOptions) error {
 		return err
 	}
 	for _, c := range selected {
-		if err := c.Setup(ctx, mgr, deps); err != nil {
+		if err := c.Setup(ctx, mgr, deps.For(c)); err != nil {
 			return fmt.Errorf("setting up controller %q: %w", c.Name, err)
 		}
 	}
 	slices.Sort(o.controllers)
 	log.Info("Starting manager", "version", version.Version, "controllers", o.controllers, "leaderElection", o.leaderElect)
 	return mgr.Start(ctx)
+}
+
+// Lease timings of controller-runtime and of the flags by default.
+const (
+	defaultLeaseDuration = 15 * time.Second
+	defaultRenewDeadline = 10 * time.Second
+	defaultRetryPeriod   = 2 * time.Second
+)
+
+// leaseTimings returns the lease duration, renew deadline and retry period (the
+// defaults for those left at zero, as in managerOptions built without flags), or an
+// error naming the flags when client-go would refuse them once the manager runs.
+func leaseTimings(o managerOptions) (lease, renew, retry time.Duration, err error) {
+	lease, renew, retry = cmp.Or(o.leaseDuration, defaultLeaseDuration), cmp.Or(o.renewDeadline, defaultRenewDeadline), cmp.Or(o.retryPeriod, defaultRetryPeriod)
+	switch {
+	case lease < 0 || renew < 0 || retry < 0:
+		err = errors.New("--leader-elect-lease-duration, --leader-elect-renew-deadline and --leader-elect-retry-period must be positive")
+	case renew >= lease:
+		err = fmt.Errorf("--leader-elect-renew-deadline (%s) must be less than --leader-elect-lease-duration (%s)", renew, lease)
+	case float64(renew) <= leaderelection.JitterFactor*float64(retry):
+		err = fmt.Errorf("--leader-elect-renew-deadline (%s) must be more than %.1f times --leader-elect-retry-period (%s)", renew, leaderelection.JitterFactor, retry)
+	}
+	return lease, renew, retry, err
 }
 
 // cachesSynced is a readiness check that passes once the manager's caches have synced.

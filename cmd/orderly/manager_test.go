@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -23,6 +24,9 @@ func TestRunManagerRejectsBadFlags(t *testing.T) {
 		{"unknown mutation mode", managerOptions{logFormat: "json", webhook: webhookDefaults(func(w *webhookOptions) { w.mutation = "magic" })}, `unknown LabelPolicy mutation mode "magic"`},
 		{"unknown failure policy", managerOptions{logFormat: "json", webhook: webhookDefaults(func(w *webhookOptions) { w.failurePolicy = "Maybe" })}, `unknown --webhook-failure-policy "Maybe"`},
 		{"webhook timeout out of range", managerOptions{logFormat: "json", webhook: webhookDefaults(func(w *webhookOptions) { w.timeoutSeconds = 60 })}, `--webhook-timeout-seconds 60`},
+		{"renew deadline not under the lease duration", managerOptions{logFormat: "json", webhook: webhookDefaults(nil), leaseDuration: 10 * time.Second, renewDeadline: 10 * time.Second}, `--leader-elect-renew-deadline (10s) must be less than --leader-elect-lease-duration (10s)`},
+		{"renew deadline within one retry", managerOptions{logFormat: "json", webhook: webhookDefaults(nil), renewDeadline: 2 * time.Second, retryPeriod: 2 * time.Second}, `must be more than 1.2 times --leader-elect-retry-period (2s)`},
+		{"negative lease timing", managerOptions{logFormat: "json", webhook: webhookDefaults(nil), retryPeriod: -time.Second}, `must be positive`},
 		{"webhook URL without TLS", managerOptions{logFormat: "json", webhook: webhookDefaults(func(w *webhookOptions) { w.url = "http://127.0.0.1:9443" })}, `must be an https:// URL`},
 	}
 	for _, tt := range tests {
@@ -86,6 +90,8 @@ func TestControllersFlag(t *testing.T) {
 func webhookDefaults(mod func(*webhookOptions)) webhookOptions {
 	var w webhookOptions
 	addWebhookFlags(pflag.NewFlagSet("test", pflag.ContinueOnError), &w)
-	mod(&w)
+	if mod != nil {
+		mod(&w)
+	}
 	return w
 }

@@ -5,6 +5,7 @@ package controller
 import (
 	"orderly.dev/orderly/internal/controller/data/databaseserver"
 	"orderly.dev/orderly/internal/controller/data/devdatabase"
+	"orderly.dev/orderly/internal/controller/delivery/canary"
 	"orderly.dev/orderly/internal/controller/policy/labelpolicy"
 	"orderly.dev/orderly/internal/controller/power/sleepschedule"
 	"orderly.dev/orderly/internal/controller/tenancy/tenant"
@@ -13,6 +14,7 @@ import (
 
 // All is every controller, by name; `orderly manager --controllers` picks from it.
 var All = []kit.Controller{
+	canary.Controller,
 	databaseserver.Controller,
 	devdatabase.Controller,
 	labelpolicy.Controller,

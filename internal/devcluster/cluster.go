@@ -30,12 +30,21 @@ const DefaultNodes = 3
 // make benchmarks with thousands of pods wait on scheduling instead of on Orderly.
 const podsPerNode = 1000
 
-// controllerManagerQPS lifts kube-controller-manager's client rate limit (20 QPS by
-// default), at which creating and collecting thousands of ReplicaSets and Pods takes
-// minutes and benchmarks end up measuring it instead of Orderly.
-var controllerManagerQPS = []string{
+// defaultExtraArgs are given to every cluster before the caller's own.
+//
+// They lift kube-controller-manager's client rate limit (20 QPS by default), at which
+// creating and collecting thousands of ReplicaSets and Pods takes minutes and
+// benchmarks end up measuring it instead of Orderly.
+//
+// They turn leader election off for the single kube-controller-manager and
+// kube-scheduler: with it, each exits for good once it cannot renew its lease for 10
+// s (an API server restart, a laptop waking from sleep), and nothing restarts it, so
+// garbage collection and scheduling would silently stop.
+var defaultExtraArgs = []string{
 	"kube-controller-manager=kube-api-qps=500",
 	"kube-controller-manager=kube-api-burst=1000",
+	"kube-controller-manager=leader-elect=false",
+	"kube-scheduler=leader-elect=false",
 }
 
 // Options configure Up.
@@ -326,7 +335,7 @@ func createClusterArgs(name string, bins *Binaries, extraArgs []string) []string
 		"--kube-scheduler-binary", bins.KubeScheduler,
 		"--kwok-controller-binary", bins.Kwok,
 	}
-	for _, a := range append(append([]string{}, controllerManagerQPS...), extraArgs...) {
+	for _, a := range append(append([]string{}, defaultExtraArgs...), extraArgs...) {
 		args = append(args, "--extra-args", a)
 	}
 	return args

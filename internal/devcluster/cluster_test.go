@@ -49,14 +49,16 @@ func TestCreateClusterArgs(t *testing.T) {
 		wantExtraArgs []string
 	}{
 		{
-			name:          "QPS always raised",
-			wantExtraArgs: []string{"kube-controller-manager=kube-api-qps=500", "kube-controller-manager=kube-api-burst=1000"},
+			name: "QPS always raised, leader election always off",
+			wantExtraArgs: []string{"kube-controller-manager=kube-api-qps=500", "kube-controller-manager=kube-api-burst=1000",
+				"kube-controller-manager=leader-elect=false", "kube-scheduler=leader-elect=false"},
 		},
 		{
 			name:      "caller's extra args come after, so they win",
 			extraArgs: []string{"kube-apiserver=max-requests-inflight=2000", "kube-controller-manager=kube-api-qps=800"},
 			wantExtraArgs: []string{
 				"kube-controller-manager=kube-api-qps=500", "kube-controller-manager=kube-api-burst=1000",
+				"kube-controller-manager=leader-elect=false", "kube-scheduler=leader-elect=false",
 				"kube-apiserver=max-requests-inflight=2000", "kube-controller-manager=kube-api-qps=800",
 			},
 		},

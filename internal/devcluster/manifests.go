@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -115,4 +117,73 @@ func applyManifests(ctx context.Context, kubectlPath, kubeconfig string, docs []
 		return text, fmt.Errorf("kubectl apply: %w", err)
 	}
 	return text, nil
+}
+
+// GatewayAPIVersion is the Gateway API release whose standard-channel CRDs
+// `orderly dev up --with gateway-api` installs (the Canary's HTTPRoutes). v1.7 needs a
+// newer Go than the project's.
+const GatewayAPIVersion = "v1.6.3"
+
+// GatewayAPICRDDir returns the directory of the Gateway API standard channel's CRDs,
+// from the sigs.k8s.io/gateway-api module in Go's module cache, downloaded through the
+// module proxy the first time (like the cluster's binaries).
+func GatewayAPICRDDir(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	tmp, err := os.MkdirTemp("", "orderly-gateway-api-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	// Outside any module, so that no go.mod is read or changed.
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "sigs.k8s.io/gateway-api@"+GatewayAPIVersion)
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	var dl struct {
+		Dir   string
+		Error string
+	}
+	if jerr := json.Unmarshal(out, &dl); jerr == nil && dl.Error != "" {
+		return "", fmt.Errorf("downloading sigs.k8s.io/gateway-api@%s: %s", GatewayAPIVersion, dl.Error)
+	}
+	if err != nil {
+		return "", fmt.Errorf("go mod download sigs.k8s.io/gateway-api@%s: %w", GatewayAPIVersion, err)
+	}
+	if dl.Dir == "" {
+		return "", fmt.Errorf("go mod download sigs.k8s.io/gateway-api@%s returned no directory", GatewayAPIVersion)
+	}
+	return filepath.Join(dl.Dir, "config", "crd", "standard"), nil
+}
+
+// GatewayAPIManifests returns the Gateway API standard channel's CRDs, one YAML stream
+// each. The ValidatingAdmissionPolicy shipped beside them (which guards upgrades) is
+// left out: only the CRDs are needed to write routes.
+func GatewayAPIManifests(ctx context.Context) ([][]byte, error) {
+	dir, err := GatewayAPICRDDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		crds, _, err := splitManifests([][]byte{b})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if len(crds) > 0 {
+			out = append(out, joinManifests(crds))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no CRDs in %s", dir)
+	}
+	return out, nil
 }

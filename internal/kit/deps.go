@@ -16,6 +16,11 @@ import (
 // kinds it reads, and Setup.
 type Controller struct {
 	Name string
+	// Workers is how many reconciles the controller runs at once unless the manager is
+	// told otherwise (--max-concurrent-reconciles); DefaultWorkers when zero. Each
+	// controller sets what fits its work: how long a reconcile waits on the API server
+	// or an external system, and how many objects arrive at once.
+	Workers int
 	// Cache narrows what the shared cache holds of the kinds the controller reads;
 	// nil when it needs nothing narrowed.
 	Cache func() CacheRules
@@ -42,6 +47,22 @@ type Deps struct {
 	// BindableClusterRoles are the ClusterRoles a Tenant may bind in its namespaces
 	// (--tenant-bindable-clusterroles); the manager's RBAC grants bind on these alone.
 	BindableClusterRoles []string
+}
+
+// DefaultWorkers is how many reconciles a controller that does not say otherwise
+// (Controller.Workers) runs at once.
+const DefaultWorkers = 4
+
+// For returns the Deps that controller c is set up with: d's worker count when d sets
+// one (--max-concurrent-reconciles), else c's own.
+func (d Deps) For(c Controller) Deps {
+	if d.Options.MaxConcurrentReconciles <= 0 {
+		d.Options.MaxConcurrentReconciles = c.Workers
+		if c.Workers <= 0 {
+			d.Options.MaxConcurrentReconciles = DefaultWorkers
+		}
+	}
+	return d
 }
 
 // ClockOrReal is d's clock, or the wall clock when none is set.

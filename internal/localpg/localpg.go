@@ -147,6 +147,21 @@ func reachable(dir string, uid uint32) error {
 	}
 }
 
+// WriteFile writes data to the file name in Dir, readable by the server's user
+// only (as PostgreSQL wants of a TLS key), and returns its path.
+func (c *Cluster) WriteFile(name string, data []byte) (string, error) {
+	path := filepath.Join(c.Dir, name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", err
+	}
+	if c.cred != nil {
+		if err := os.Chown(path, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+			return "", err
+		}
+	}
+	return path, nil
+}
+
 // DataDir is the cluster's data directory.
 func (c *Cluster) DataDir() string { return filepath.Join(c.Dir, "data") }
 

@@ -8,6 +8,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	deliveryv1alpha1 "orderly.dev/orderly/api/delivery/v1alpha1"
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
@@ -21,5 +22,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(policyv1alpha1.AddToScheme(s))
 	utilruntime.Must(datav1alpha1.AddToScheme(s))
 	utilruntime.Must(powerv1alpha1.AddToScheme(s))
+	utilruntime.Must(deliveryv1alpha1.AddToScheme(s))
 	return s
 }

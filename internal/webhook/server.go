@@ -90,8 +90,22 @@ type Server struct {
 	ServerOptions webhook.Options
 
 	serve bool
+	// namespace is the manager's namespace, which the webhook never mutates in.
+	namespace string
 	// certs keeps Orderly's own certificate; nil when it comes from CertDir.
 	certs *certs.Manager
+}
+
+// DisableHTTP2 makes a TLS server offer HTTP/1.1 only. HTTP/2's stream handling was
+// the way into the 2023 "rapid reset" denial of service (CVE-2023-44487) and its kin;
+// the API server speaks HTTP/1.1 to webhooks just as well, and a Prometheus scrape
+// needs nothing more. A client that insists on h2 fails the TLS handshake; one that
+// offers both gets HTTP/1.1.
+func DisableHTTP2(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
+
+// serverOptions are the webhook server's options before a certificate is chosen.
+func serverOptions(o Options) webhook.Options {
+	return webhook.Options{Host: o.Host, Port: o.Port, TLSOpts: []func(*tls.Config){DisableHTTP2}}
 }
 
 // Prepare decides, once at start-up, how LabelPolicy labels are filled in and
@@ -106,7 +120,7 @@ func Prepare(ctx context.Context, cfg *rest.Config, o Options, namespace string,
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Admission: admission.Config{Mode: mode}, ServerOptions: webhook.Options{Host: o.Host, Port: o.Port}}
+	s := &Server{Admission: admission.Config{Mode: mode}, ServerOptions: serverOptions(o), namespace: namespace}
 	if !slices.ContainsFunc(controllers, func(c kit.Controller) bool { return c.Name == labelpolicy.Name }) {
 		return s, nil
 	}
@@ -137,7 +151,7 @@ func Prepare(ctx context.Context, cfg *rest.Config, o Options, namespace string,
 		return nil, fmt.Errorf("preparing the webhook's serving certificate: %w", err)
 	}
 	s.Admission.CABundle = s.certs.CABundle
-	s.ServerOptions.TLSOpts = []func(*tls.Config){func(t *tls.Config) { t.GetCertificate = s.certs.GetCertificate }}
+	s.ServerOptions.TLSOpts = append(s.ServerOptions.TLSOpts, func(t *tls.Config) { t.GetCertificate = s.certs.GetCertificate })
 	return s, nil
 }
 
@@ -180,7 +194,7 @@ func (s *Server) Register(ctx context.Context, mgr ctrl.Manager) error {
 	if !s.serve {
 		return nil
 	}
-	if err := labelpolicywebhook.Register(ctx, mgr); err != nil {
+	if err := labelpolicywebhook.Register(ctx, mgr, s.namespace); err != nil {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {

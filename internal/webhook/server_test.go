@@ -2,15 +2,30 @@ package webhook
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"orderly.dev/orderly/internal/admission"
+	"orderly.dev/orderly/internal/controller/policy/labelpolicy"
 	"orderly.dev/orderly/internal/kit"
+	"orderly.dev/orderly/internal/scheme"
+	"orderly.dev/orderly/internal/webhook/certs"
+	"orderly.dev/orderly/internal/webhook/tlstest"
 )
 
 func validOptions(mod func(*Options)) Options {
@@ -120,4 +135,74 @@ func TestPrepareWithoutLabelPolicy(t *testing.T) {
 	if _, err := Prepare(context.Background(), nil, validOptions(func(o *Options) { o.Mutation = "magic" }), "orderly-system", nil); err == nil {
 		t.Error("Prepare accepted an unknown mode")
 	}
+}
+
+// The webhook server speaks HTTP/1.1 only (HTTP/2 was the way into the 2023 rapid-reset
+// denial of service): a client that offers only h2 is refused at the handshake, and
+// one that offers both gets HTTP/1.1.
+func TestWebhookServerRefusesHTTP2(t *testing.T) {
+	// A manager with a certificate from cert-manager (--webhook-cert-dir), on an API
+	// server without MutatingAdmissionPolicy: the discovery answer is all it asks.
+	apiServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/apis/admissionregistration.k8s.io/v1" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"admissionregistration.k8s.io/v1","resources":[]}`))
+	}))
+	defer apiServer.Close()
+	dir, caPEM := certDir(t)
+	port := freePort(t)
+	s, err := Prepare(context.Background(), &rest.Config{Host: apiServer.URL}, validOptions(func(o *Options) {
+		o.Host, o.Port, o.CertDir, o.URL = "127.0.0.1", port, dir, fmt.Sprintf("https://127.0.0.1:%d", port)
+	}), "orderly-system", []kit.Controller{{Name: labelpolicy.Name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.serve {
+		t.Fatal("the manager serves no webhook")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := s.NewServer()
+	srv.Register("/ping", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("pong")) }))
+	go func() { _ = srv.Start(ctx) }()
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatal("no CA certificate")
+	}
+	tlstest.AssertHTTP1Only(t, fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}, "/ping")
+}
+
+// certDir writes a CA and a serving certificate for 127.0.0.1 into a directory, as
+// cert-manager would, and returns it with the CA certificate.
+func certDir(t *testing.T) (string, []byte) {
+	t.Helper()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	m := &certs.Manager{Client: c, Reader: c, Namespace: "orderly-system", Name: "tls", IPs: []net.IP{net.ParseIP("127.0.0.1")}}
+	if err := m.Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var secret corev1.Secret
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "orderly-system", Name: "tls"}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, k := range []string{certs.KeyCACert, corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+		if err := os.WriteFile(filepath.Join(dir, k), secret.Data[k], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, secret.Data[certs.KeyCACert]
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -22,14 +22,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	"orderly.dev/orderly/internal/controller/data/devdatabase"
 	"orderly.dev/orderly/internal/controller/data/engine"
 	"orderly.dev/orderly/internal/controller/data/engine/postgres"
 	"orderly.dev/orderly/internal/testpg"
 )
 
-// dbPoolSize is the admin connections both sides get: the manager's pool per server
-// (postgres.Connector's default) and the baseline's pool.
+// dbPoolSize is the manager's admin connections per server (postgres.Connector's
+// default).
 const dbPoolSize = 8
+
+// dbConcurrency is how many databases both sides create at once: the manager's
+// DevDatabase workers at its default flags, within its pool.
+var dbConcurrency = min(dbPoolSize, workersOf(devdatabase.Controller))
 
 func fmtP(ds []time.Duration) string {
 	p50, p99 := percentiles(ds)
@@ -94,14 +99,14 @@ func baselineSQL(ctx context.Context, pool *pgxpool.Pool, srv *testpg.Server, ui
 	return nil
 }
 
-// runBaseline starts n direct-SQL creations at once over a pool of dbPoolSize and
+// runBaseline starts n direct-SQL creations at once over a pool of dbConcurrency and
 // returns each one's latency from the common start.
 func runBaseline(ctx context.Context, b *testing.B, srv *testpg.Server, n int, prefix, template string) []time.Duration {
 	cfg, err := pgxpool.ParseConfig(postgres.ConnString(engine.Server{Host: srv.Host, Port: srv.Port, SSLMode: "disable", Username: srv.Username, Password: srv.Password}, "postgres"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg.MaxConns = dbPoolSize
+	cfg.MaxConns = int32(dbConcurrency)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -253,28 +258,30 @@ func BenchmarkDevDatabases(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := newBenchClient(cfg, clientQPS, clientBurst)
+	c, err := newBenchClient(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, ns := range []string{"bench-db-admin", "bench-db-empty", "bench-db-clone"} {
+	// The admin credentials live in the manager's namespace, which this creates.
+	saKubeconfig := managerKubeconfig(ctx, b, kubeconfig)
+	for _, ns := range []string{"bench-db-empty", "bench-db-clone"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "bench-db-admin", Name: "admin"},
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: "bench-pg-admin"},
 		StringData: map[string]string{"username": srv.Username, "password": srv.Password}}); err != nil {
 		b.Fatal(err)
 	}
 	if err := c.Create(ctx, &datav1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: "bench-pg"}, Spec: datav1alpha1.DatabaseServerSpec{
 		Host: srv.Host, Port: srv.Port, SSLMode: "disable",
-		AdminCredentialsSecretRef: datav1alpha1.SecretReference{Namespace: "bench-db-admin", Name: "admin"},
+		AdminCredentialsSecretRef: datav1alpha1.SecretReference{Namespace: managerNamespace, Name: "bench-pg-admin"},
 		Templates:                 []datav1alpha1.DatabaseTemplate{{Name: "seed", Database: "bench_seed"}},
 	}}); err != nil {
 		b.Fatal(err)
 	}
 
-	mgr := startManager(b, kubeconfig, "--controllers=databaseserver,devdatabase", fmt.Sprintf("--kube-api-qps=%d", clientQPS), fmt.Sprintf("--kube-api-burst=%d", clientBurst), fmt.Sprintf("--max-concurrent-reconciles=%d", managerConcurrency), "--log-level=error")
+	mgr := startManager(b, saKubeconfig)
 	// Wait until the manager has reached the server (its pool is warm, as the baseline's is).
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -298,7 +305,7 @@ func BenchmarkDevDatabases(b *testing.B) {
 	bc50, bc99 := percentiles(baseClone)
 	oe50, oe99 := percentiles(orderlyEmpty)
 	oc50, oc99 := percentiles(orderlyClone)
-	fmt.Printf("\nDevDatabase benchmark: PostgreSQL %s on loopback, all created at once; admin pool %d connections on both sides; manager --max-concurrent-reconciles=%d\n", srv.Host, dbPoolSize, managerConcurrency)
+	fmt.Printf("\nDevDatabase benchmark: PostgreSQL %s on loopback, all created at once; %d at a time on both sides (the manager's DevDatabase workers at its default flags; admin pool %d); Orderly as its ServiceAccount\n", srv.Host, dbConcurrency, dbPoolSize)
 	fmt.Printf("  empty databases (%d):\n", n)
 	fmt.Printf("    baseline: same SQL straight to the server   p50 %7.3fs  p99 %7.3fs\n", be50.Seconds(), be99.Seconds())
 	fmt.Printf("    orderly:  create -> Secret ready            p50 %7.3fs  p99 %7.3fs  (target p50 < 1s)\n", oe50.Seconds(), oe99.Seconds())

@@ -8,28 +8,48 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"orderly.dev/orderly/config"
 	"orderly.dev/orderly/internal/devcluster"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/scheme"
+	"orderly.dev/orderly/internal/testenv"
 	"orderly.dev/orderly/test/launch"
 )
 
-// newBenchClient is the benchmarks' own client: every Orderly kind, and one rate
-// limiter for the whole client, as the manager has (see cmd/orderly/manager.go).
-func newBenchClient(cfg *rest.Config, qps float32, burst int) (client.WithWatch, error) {
+// newBenchClient is the benchmarks' own client: every Orderly kind, and no
+// client-side rate limit, as Orderly has none by default (cmd/orderly/ratelimit.go).
+func newBenchClient(cfg *rest.Config) (client.WithWatch, error) {
+	return client.NewWithWatch(unlimited(cfg), client.Options{Scheme: scheme.New()})
+}
+
+// unlimited is a copy of cfg without a client-side rate limit.
+func unlimited(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = qps, burst
-	c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
-	return client.NewWithWatch(c, client.Options{Scheme: scheme.New()})
+	c.QPS, c.Burst, c.RateLimiter = -1, 0, nil
+	return c
+}
+
+// workersOf is how many reconciles controller c runs at once at the manager's default
+// flags: a baseline meant to run at Orderly's concurrency runs at this.
+func workersOf(c kit.Controller) int {
+	return kit.Deps{}.For(c).Options.MaxConcurrentReconciles
 }
 
 // keepEnv keeps a benchmark's cluster after it ends, to look at it.
@@ -71,14 +91,78 @@ type benchManager struct {
 	stop func()
 }
 
-// startManager runs ORDERLY_BIN's manager against kubeconfig, without leader
-// election, and returns once it is ready; it stops when the benchmark ends.
+// The manager's namespace and ServiceAccount, as config/rbac and config/manager have them.
+const (
+	managerNamespace = "orderly-system"
+	managerSA        = "orderly-manager"
+)
+
+// managerKubeconfig installs what Orderly needs to run as it does in a cluster (its
+// namespace, where the leader election Lease lives, and its ServiceAccount with the
+// RBAC of config/rbac) and returns a kubeconfig that carries a token of that
+// ServiceAccount. A manager running as an administrator would be exempt from the API
+// server's Priority and Fairness, which is what paces Orderly by default.
+func managerKubeconfig(ctx context.Context, b *testing.B, adminKubeconfig string) string {
+	b.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", adminKubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(unlimited(cfg))
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		b.Fatal(err)
+	}
+	bins, err := devcluster.EnsureBinaries(ctx, os.Stderr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	apply := exec.CommandContext(ctx, bins.Kubectl, "--kubeconfig", adminKubeconfig, "apply", "--server-side", "-f", filepath.Join(testenv.RepoRoot(), "config", "rbac"))
+	if out, err := apply.CombinedOutput(); err != nil {
+		b.Fatalf("kubectl apply -f config/rbac: %v\n%s", err, out)
+	}
+	return serviceAccountKubeconfig(ctx, b, cs, adminKubeconfig, managerNamespace, managerSA)
+}
+
+// serviceAccountKubeconfig writes a kubeconfig for the ServiceAccount ns/name, with a
+// token that outlives any benchmark, into the benchmark's temporary directory.
+func serviceAccountKubeconfig(ctx context.Context, b *testing.B, cs *kubernetes.Clientset, adminKubeconfig, ns, name string) string {
+	b.Helper()
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(4 * 3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatalf("requesting a token for the ServiceAccount %s/%s: %v", ns, name, err)
+	}
+	raw, err := clientcmd.LoadFromFile(adminKubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cluster := raw.Clusters[raw.Contexts[raw.CurrentContext].Cluster]
+	sa := clientcmdapi.NewConfig()
+	sa.Clusters["local"] = cluster
+	sa.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	sa.Contexts[name] = &clientcmdapi.Context{Cluster: "local", AuthInfo: name}
+	sa.CurrentContext = name
+	path := filepath.Join(b.TempDir(), name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*sa, path); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// startManager runs ORDERLY_BIN's manager with kubeconfig (managerKubeconfig's) at
+// its default flags, plus args where a benchmark needs a mode the defaults do not
+// give (none tunes speed), and returns once it is ready; it stops when the benchmark
+// ends. Like a replica in a cluster, it elects itself leader in orderly-system first.
 func startManager(b *testing.B, kubeconfig string, args ...string) *benchManager {
 	b.Helper()
 	m, err := launch.Start(context.Background(), launch.Options{
 		Bin:        os.Getenv("ORDERLY_BIN"),
 		Kubeconfig: kubeconfig,
-		Args:       append([]string{"--leader-elect=false"}, args...),
+		Args:       args,
 		LogPath:    filepath.Join(b.TempDir(), "manager.log"),
 	})
 	if err != nil {
@@ -147,7 +231,13 @@ func cpuSeconds(pid int) float64 {
 }
 
 // peakRSS reads a process's peak resident set size from /proc.
-func peakRSS(pid int) int64 {
+func peakRSS(pid int) int64 { return procStatus(pid, "VmHWM:") }
+
+// rss reads a process's resident set size now from /proc.
+func rss(pid int) int64 { return procStatus(pid, "VmRSS:") }
+
+// procStatus reads a size in kB from /proc/PID/status, in bytes.
+func procStatus(pid int, field string) int64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
@@ -155,11 +245,56 @@ func peakRSS(pid int) int64 {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if strings.HasPrefix(s.Text(), "VmHWM:") {
+		if strings.HasPrefix(s.Text(), field) {
 			fields := strings.Fields(s.Text())
 			kb, _ := strconv.ParseInt(fields[1], 10, 64)
 			return kb * 1024
 		}
 	}
 	return 0
+}
+
+// apiServerCounter sums the samples of the API server's own metrics whose line
+// starts with prefix and contains every one of contains.
+func apiServerCounter(ctx context.Context, cs *kubernetes.Clientset, prefix string, contains ...string) float64 {
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return -1
+	}
+	sum := 0.0
+	for _, line := range strings.Split(string(raw), "\n") {
+		match := strings.HasPrefix(line, prefix)
+		for _, c := range contains {
+			match = match && strings.Contains(line, c)
+		}
+		if match {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
+// parallel runs fn(i) for i in [0,n) on `writers` goroutines and returns the first error.
+func parallel(n, writers int, fn func(i int) error) error {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	next := make(chan int)
+	for range writers {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
 }

@@ -70,19 +70,23 @@ func TestDevDatabaseOnRealPostgres(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "starting PostgreSQL")
 	t.Cleanup(pg.Close)
 
-	for _, ns := range []string{"e2e-db-admin", "e2e-db-team-a", "e2e-db-team-b"} {
+	for _, ns := range []string{"e2e-db-team-a", "e2e-db-team-b"} {
 		g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"databases": "yes"}}})).To(Succeed())
 	}
 	t.Cleanup(func() {
-		for _, ns := range []string{"e2e-db-admin", "e2e-db-team-a", "e2e-db-team-b"} {
+		for _, ns := range []string{"e2e-db-team-a", "e2e-db-team-b"} {
 			_ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		}
 	})
-	g.Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "e2e-db-admin", Name: "pg-admin"},
-		StringData: map[string]string{"username": pg.Username, "password": pg.Password}})).To(Succeed())
+	// The admin credentials live in the manager's namespace, the only one Orderly
+	// reads a DatabaseServer's Secrets from.
+	adminSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: "e2e-pg-admin"},
+		StringData: map[string]string{"username": pg.Username, "password": pg.Password}}
+	g.Expect(c.Create(ctx, adminSecret)).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(context.Background(), adminSecret) })
 	server := &datav1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: "e2e-pg"}, Spec: datav1alpha1.DatabaseServerSpec{
 		Host: pg.Host, Port: pg.Port, SSLMode: "disable",
-		AdminCredentialsSecretRef: datav1alpha1.SecretReference{Namespace: "e2e-db-admin", Name: "pg-admin"},
+		AdminCredentialsSecretRef: datav1alpha1.SecretReference{Namespace: managerNamespace, Name: "e2e-pg-admin"},
 		AllowedNamespaces:         &metav1.LabelSelector{MatchLabels: map[string]string{"databases": "yes"}},
 		MaxTTL:                    metav1.Duration{Duration: 72 * time.Hour},
 	}}

@@ -85,8 +85,9 @@ func TestDevPostgresServesTheSamples(t *testing.T) {
 	out, err = devpg("status")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
+	// In the manager's namespace, the only one Orderly reads a DatabaseServer's Secrets from.
 	var admin corev1.Secret
-	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "postgres-admin"}, &admin)).To(Succeed())
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: managerNamespace, Name: "postgres-admin"}, &admin)).To(Succeed())
 	t.Cleanup(func() { _ = c.Delete(context.Background(), &admin) })
 
 	var objs []*unstructured.Unstructured

@@ -301,3 +301,76 @@ func TestLabelPolicyWebhookFallback(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(k.Get(ctx, name, &wc))).To(BeTrue())
 	}, timeout, poll).Should(Succeed())
 }
+
+// TestLabelPolicyNeverBlocksProtectedNamespaces plays the careless platform admin with
+// policies that match every namespace: a Deny policy (native admission), then a
+// Default policy served by Orderly's webhook with --webhook-failure-policy=Fail and
+// the webhook down. Each is enforced in an ordinary namespace, but a Deployment in the
+// manager's namespace (where Orderly's own Deployment lives), in kube-system or in
+// another kube-* namespace is admitted and left as it was.
+func TestLabelPolicyNeverBlocksProtectedNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := policyClient(t)
+	createNamespace(t, "e2e-lp-protect", nil)
+	createNamespace(t, "kube-e2e-lp-protect", nil)
+	protected := []string{managerNamespace, "kube-system", "kube-e2e-lp-protect"}
+	admittedUntouched := func(step string) {
+		t.Helper()
+		for _, ns := range protected {
+			d := deployment(ns, "", 0)
+			d.GenerateName = "e2e-lp-protect-"
+			g.Expect(k.Create(ctx, d)).To(Succeed(), "%s: a Deployment in %s was rejected", step, ns)
+			g.Expect(d.Labels).NotTo(HaveKey("e2e-protect"), "%s: a label was filled in in %s", step, ns)
+			_ = k.Delete(ctx, d)
+		}
+	}
+
+	deny := &policyv1alpha1.LabelPolicy{ObjectMeta: metav1.ObjectMeta{Name: "e2e-protect-deny"},
+		Spec: policyv1alpha1.LabelPolicySpec{Label: "e2e-protect", Action: policyv1alpha1.ActionDeny}}
+	g.Expect(c.Create(ctx, deny)).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(context.Background(), deny) })
+	got := waitPolicyReady(g, c, deny.Name)
+	g.Expect(got.Status.ProtectedNamespaces).To(Equal([]string{"kube-*", managerNamespace}))
+	g.Eventually(func() error {
+		d := deployment("e2e-lp-protect", "", 0)
+		d.GenerateName = "probe-"
+		err := k.Create(ctx, d)
+		if err == nil {
+			_ = k.Delete(ctx, d)
+		}
+		return err
+	}, timeout, poll).Should(MatchError(ContainSubstring("has no label e2e-protect")))
+	admittedUntouched("Deny")
+	g.Expect(c.Delete(ctx, deny)).To(Succeed())
+	g.Eventually(func() bool {
+		var vap admissionv1.ValidatingAdmissionPolicy
+		return apierrors.IsNotFound(k.Get(ctx, client.ObjectKey{Name: "orderly-labelpolicy-e2e-protect-deny"}, &vap))
+	}, timeout, poll).Should(BeTrue())
+
+	port := freePort()
+	restartManager(t, "--labelpolicy-mutation=webhook", "--webhook-failure-policy=Fail", "--webhook-host=127.0.0.1",
+		fmt.Sprintf("--webhook-port=%d", port), fmt.Sprintf("--webhook-url=https://127.0.0.1:%d", port))
+	def := &policyv1alpha1.LabelPolicy{ObjectMeta: metav1.ObjectMeta{Name: "e2e-protect-default"},
+		Spec: policyv1alpha1.LabelPolicySpec{Label: "e2e-protect", Action: policyv1alpha1.ActionDefault, DefaultValue: "cc-shared"}}
+	g.Expect(c.Create(ctx, def)).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(context.Background(), def) })
+	got = waitPolicyReady(g, c, def.Name)
+	g.Expect(got.Status.AdmissionMode).To(Equal(policyv1alpha1.AdmissionModeWebhook))
+	g.Eventually(func(g Gomega) {
+		d := deployment("e2e-lp-protect", "", 0)
+		d.GenerateName = "probe-"
+		g.Expect(k.Create(ctx, d)).To(Succeed())
+		_ = k.Delete(ctx, d)
+		g.Expect(d.Labels).To(HaveKeyWithValue("e2e-protect", "cc-shared"))
+	}, timeout, poll).Should(Succeed())
+	admittedUntouched("Default, webhook up")
+
+	// The webhook down, with failurePolicy Fail: every matched request is rejected,
+	// except in the protected namespaces, which the configuration does not match.
+	stopManager()
+	err := k.Create(ctx, deployment("e2e-lp-protect", "while-down", 0))
+	g.Expect(err).To(HaveOccurred(), "the webhook is down and its failure policy is Fail")
+	g.Expect(err.Error()).To(ContainSubstring("e2e-protect-default.labelpolicy.orderly.dev"))
+	admittedUntouched("Default, webhook down")
+}

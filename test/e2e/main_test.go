@@ -11,11 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -237,6 +240,62 @@ func startManager(bin, kubeconfig string, extra ...string) (func(), error) {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}, nil
+}
+
+// leaseName is the manager's leader election Lease (in managerNamespace).
+const leaseName = "orderly-manager"
+
+// leaderWait bounds the wait for a manager to lead: at once when the last leader
+// released the lease (a graceful stop does), else once the lease has expired, which
+// takes up to the longest lease duration a test gives a manager (60 s).
+const leaderWait = 2 * time.Minute
+
+// withoutDefaultManager stops the suite's manager for the rest of the test, for a
+// test that runs managers of its own (several replicas, other lease timings), and
+// starts it again when the test ends (call it before starting the test's replicas,
+// so that this cleanup runs after theirs have stopped them), waiting until it leads
+// so that the next test finds it reconciling.
+func withoutDefaultManager(t *testing.T) {
+	t.Helper()
+	stopManager()
+	stopManager = nil
+	t.Cleanup(func() {
+		stop, err := startManager(managerBin, managerKubeconfig)
+		if err != nil {
+			t.Fatalf("restarting the default manager: %v", err)
+		}
+		stopManager = stop
+		if err := waitLeading(metricsURL, leaderWait); err != nil {
+			t.Fatalf("the default manager is back but does not lead: %v", err)
+		}
+	})
+}
+
+// leading reports whether the manager whose metrics are at url holds the leader
+// election lease: controller-runtime sets leader_election_master_status to 1 on the
+// leader and exports nothing (or 0) on a standby.
+func leading(url string) (bool, error) {
+	body, err := httpGet(url)
+	if err != nil {
+		return false, err
+	}
+	return strings.Contains(string(body), `leader_election_master_status{name="`+leaseName+`"} 1`), nil
+}
+
+func waitLeading(url string, within time.Duration) error {
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), poll, within, true, func(context.Context) (bool, error) {
+		ok, err := leading(url)
+		last = err
+		return ok, nil
+	})
+	if err != nil {
+		if last != nil {
+			return fmt.Errorf("not the leader after %s; reading its metrics: %w", within, last)
+		}
+		return fmt.Errorf("not the leader after %s", within)
+	}
+	return nil
 }
 
 func freePort() int {

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,4 +134,59 @@ func TestSleepScheduleCrossesABoundary(t *testing.T) {
 	g.Expect(d.Annotations).NotTo(HaveKey(powerv1alpha1.SleepStateAnnotation))
 	t.Logf("asleep %.1fs after the boundary; awake and Ready again after `orderly sleep wake`", asleepAt.Sub(end).Seconds())
 	g.Expect(strings.TrimSpace(string(out))).NotTo(BeEmpty())
+}
+
+// TestSleepScheduleLeavesSystemAndManagerNamespacesAwake plays the careless user: a
+// schedule that selects every namespace and is always asleep. The Deployments in
+// kube-system and in the manager's own namespace keep their replicas, the others
+// sleep, and the status names the namespaces left awake and why.
+func TestSleepScheduleLeavesSystemAndManagerNamespacesAwake(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pc := powerClient(t)
+	ns := "e2e-careless"
+	g.Expect(pc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	t.Cleanup(func() {
+		_ = pc.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+	keep := []*appsv1.Deployment{deployment("kube-system", "e2e-system-app", 1), deployment(managerNamespace, "e2e-orderly-app", 1)}
+	for _, d := range append([]*appsv1.Deployment{deployment(ns, "web", 1)}, keep...) {
+		g.Expect(pc.Create(ctx, d)).To(Succeed())
+		t.Cleanup(func() { _ = pc.Delete(context.Background(), d) })
+	}
+
+	s := &powerv1alpha1.SleepSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-careless"},
+		// Every namespace, asleep all the time.
+		Spec: powerv1alpha1.SleepScheduleSpec{NamespaceSelector: &metav1.LabelSelector{}},
+	}
+	g.Expect(pc.Create(ctx, s)).To(Succeed())
+	// Registered after the Deployments' clean-up, so it runs first: the schedule wakes
+	// what it put to sleep before it goes.
+	t.Cleanup(func() {
+		_ = pc.Delete(context.Background(), s)
+		NewWithT(t).Eventually(func() bool {
+			return apierrors.IsNotFound(pc.Get(context.Background(), client.ObjectKeyFromObject(s), &powerv1alpha1.SleepSchedule{}))
+		}, timeout, poll).Should(BeTrue())
+	})
+	replicasOf := func(g Gomega, d *appsv1.Deployment) int32 {
+		var got appsv1.Deployment
+		g.Expect(pc.Get(ctx, client.ObjectKeyFromObject(d), &got)).To(Succeed())
+		return *got.Spec.Replicas
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(replicasOf(g, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(BeEquivalentTo(0))
+		var got powerv1alpha1.SleepSchedule
+		g.Expect(pc.Get(ctx, client.ObjectKeyFromObject(s), &got)).To(Succeed())
+		g.Expect(got.Status.State).To(Equal(powerv1alpha1.StateAsleep))
+		g.Expect(got.Status.ExcludedNamespaces).To(ContainElements(
+			powerv1alpha1.ExcludedNamespace{Name: "kube-system", Reason: powerv1alpha1.ExcludedSystemNamespace},
+			powerv1alpha1.ExcludedNamespace{Name: managerNamespace, Reason: powerv1alpha1.ExcludedManagerNamespace},
+		))
+	}, timeout, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		for _, d := range keep {
+			g.Expect(replicasOf(g, d)).To(BeEquivalentTo(1), "%s/%s", d.Namespace, d.Name)
+		}
+	}, 5*time.Second, poll).Should(Succeed())
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -214,4 +215,170 @@ func canCreateDeployments(user, ns string) (bool, error) {
 		return false, fmt.Errorf("%s", res.Status.EvaluationError)
 	}
 	return res.Status.Allowed, nil
+}
+
+// access asks the API server's authorizer whether user (in groups) may verb the
+// resource of group, named name ("" for any), in namespace ns ("" for cluster-wide).
+func access(user string, groups []string, verb, group, resource, ns, name string) (bool, error) {
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               user,
+		Groups:             groups,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: resource, Name: name},
+	}}
+	res, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), sar, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return res.Status.Allowed, nil
+}
+
+// TestTenantCannotBindClusterAdmin plays whoever may create a Tenant: asking for
+// cluster-admin in a tenant namespace is refused by the manager (the allow-list), and
+// even a manager told to allow it cannot bind it (its RBAC grants bind only on the
+// roles Tenants may bind by default).
+func TestTenantCannotBindClusterAdmin(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+
+	// The manager's ServiceAccount, with the RBAC of config/rbac.
+	manager := "system:serviceaccount:" + managerNamespace + ":" + managerSA
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + managerNamespace, "system:authenticated"}
+	for _, c := range []struct {
+		verb, group, resource, ns, name string
+		want                            bool
+	}{
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "cluster-admin", false},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "admin", false},
+		{"bind", "rbac.authorization.k8s.io", "roles", "default", "anything", false},
+		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", false},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "orderly-tenant-admin", true},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "edit", true},
+		{"delete", "rbac.authorization.k8s.io", "rolebindings", "kube-system", "system::leader-locking-kube-scheduler", false},
+		{"patch", "rbac.authorization.k8s.io", "rolebindings", "default", "someone-elses", false},
+		{"update", "rbac.authorization.k8s.io", "rolebindings", "default", "orderly-tenant-owners", false},
+		{"delete", "rbac.authorization.k8s.io", "rolebindings", "default", "orderly-tenant-owners", true},
+		{"delete", "networking.k8s.io", "networkpolicies", "default", "someone-elses", false},
+		{"delete", "", "resourcequotas", "default", "someone-elses", false},
+		{"update", "tenancy.orderly.dev", "tenants", "", "x", false},
+	} {
+		got, err := access(manager, groups, c.verb, c.group, c.resource, c.ns, c.name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(c.want), "manager may %s %s/%s %q in %q", c.verb, c.group, c.resource, c.name, c.ns)
+	}
+
+	tn := tenant("e2e-bind", "Retain", "e2e-bind-dev")
+	tn.Spec.AdditionalRoleBindings = []tenancyv1alpha1.TenantRoleBinding{{
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "mallory"}},
+	}}
+	g.Expect(k.Create(ctx, tn)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), tn) })
+	noClusterAdmin := func(g Gomega) {
+		var rbs rbacv1.RoleBindingList
+		g.Expect(k.List(ctx, &rbs, client.InNamespace("e2e-bind-dev"))).To(Succeed())
+		for _, rb := range rbs.Items {
+			g.Expect(rb.RoleRef.Name).NotTo(Equal("cluster-admin"), "RoleBinding %s", rb.Name)
+		}
+		can, err := canCreateDeployments("mallory", "e2e-bind-dev")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(can).To(BeFalse())
+	}
+
+	// The allow-list refuses it; the rest of the Tenant is created.
+	g.Eventually(func(g Gomega) {
+		var cur tenancyv1alpha1.Tenant
+		g.Expect(k.Get(ctx, client.ObjectKey{Name: tn.Name}, &cur)).To(Succeed())
+		c := meta.FindStatusCondition(cur.Status.Conditions, tenancyv1alpha1.ConditionRoleBindingsAllowed)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal("RoleNotAllowed"))
+		g.Expect(k.Get(ctx, client.ObjectKey{Namespace: "e2e-bind-dev", Name: "orderly-tenant-owners"}, &rbacv1.RoleBinding{})).To(Succeed())
+		body, err := httpGet(metricsURL)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(body)).To(ContainSubstring(`orderly_tenant_refused_role_bindings{tenant="e2e-bind"} 1`))
+	}, timeout, poll).Should(Succeed())
+	g.Consistently(noClusterAdmin, "3s", "500ms").Should(Succeed())
+
+	// A manager told to allow cluster-admin still cannot bind it: the API server refuses,
+	// the Tenant says how to fix it, and the manager said so when it started.
+	restartManager(t, "--tenant-bindable-clusterroles=edit,view,cluster-admin")
+	g.Eventually(func(g Gomega) {
+		var cur tenancyv1alpha1.Tenant
+		g.Expect(k.Get(ctx, client.ObjectKey{Name: tn.Name}, &cur)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, tenancyv1alpha1.ConditionRoleBindingsAllowed)).To(BeTrue())
+		c := meta.FindStatusCondition(cur.Status.Conditions, tenancyv1alpha1.ConditionResourcesReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring("the manager may not bind it"))
+	}, timeout, poll).Should(Succeed())
+	g.Consistently(noClusterAdmin, "3s", "500ms").Should(Succeed())
+	logs, err := os.ReadFile(managerLog)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(logs)).To(ContainSubstring("Tenants may bind ClusterRoles the manager may not bind"))
+}
+
+// TestTenantOwnersAndEditorsUseDevDatabases: the user-facing ClusterRoles of
+// config/rbac are aggregated, so a Tenant's owners and the people bound to edit may
+// create DevDatabases in the tenant's namespace, view may read them, and none of them
+// may create the platform's cluster-scoped kinds.
+func TestTenantOwnersAndEditorsUseDevDatabases(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tn := tenant("e2e-roles", "Retain", "e2e-roles-dev")
+	tn.Spec.AdditionalRoleBindings = []tenancyv1alpha1.TenantRoleBinding{
+		{RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "e2e-roles-editor"}}},
+		{RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "e2e-roles-viewer"}}},
+	}
+	g.Expect(k.Create(ctx, tn)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), tn) })
+	waitTenantReady(g, tn.Name)
+
+	const data = "data.orderly.dev"
+	for _, c := range []struct {
+		user, verb, group, resource, ns string
+		want                            bool
+	}{
+		{"e2e-roles-owner", "create", data, "devdatabases", "e2e-roles-dev", true},
+		{"e2e-roles-editor", "create", data, "devdatabases", "e2e-roles-dev", true},
+		{"e2e-roles-editor", "delete", data, "devdatabases", "e2e-roles-dev", true},
+		{"e2e-roles-viewer", "list", data, "devdatabases", "e2e-roles-dev", true},
+		{"e2e-roles-viewer", "create", data, "devdatabases", "e2e-roles-dev", false},
+		{"e2e-roles-owner", "create", data, "devdatabases", "default", false},
+		{"e2e-roles-owner", "create", "tenancy.orderly.dev", "tenants", "", false},
+		{"e2e-roles-owner", "create", data, "databaseservers", "", false},
+		{"e2e-roles-owner", "create", "power.orderly.dev", "sleepschedules", "", false},
+		{"e2e-roles-owner", "create", "policy.orderly.dev", "labelpolicies", "", false},
+	} {
+		// The aggregation controller fills the aggregated roles in shortly after start.
+		g.Eventually(func(g Gomega) {
+			got, err := access(c.user, nil, c.verb, c.group, c.resource, c.ns, "")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(c.want), "%s may %s %s in %q", c.user, c.verb, c.resource, c.ns)
+		}, timeout, poll).Should(Succeed())
+	}
+}
+
+// TestTenantLeavesOrderlysNamespaceAlone: a Tenant that lists the manager's own
+// namespace gets no hold on it (no labels, no RoleBindings), only a conflict.
+func TestTenantLeavesOrderlysNamespaceAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tn := tenant("e2e-own", "Delete", "e2e-own-dev", managerNamespace)
+	g.Expect(k.Create(ctx, tn)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), tn) })
+	g.Eventually(func(g Gomega) {
+		var cur tenancyv1alpha1.Tenant
+		g.Expect(k.Get(ctx, client.ObjectKey{Name: tn.Name}, &cur)).To(Succeed())
+		c := meta.FindStatusCondition(cur.Status.Conditions, tenancyv1alpha1.ConditionNamespaceConflict)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Message).To(ContainSubstring("Orderly's own namespace"))
+		g.Expect(cur.Status.ReadyNamespaces).To(BeEquivalentTo(1))
+	}, timeout, poll).Should(Succeed())
+	var ns corev1.Namespace
+	g.Expect(k.Get(ctx, client.ObjectKey{Name: managerNamespace}, &ns)).To(Succeed())
+	g.Expect(ns.Labels).NotTo(HaveKey(tenancyv1alpha1.TenantLabel))
+	g.Expect(ns.Annotations).NotTo(HaveKey(tenancyv1alpha1.OwnerUIDAnnotation))
+	err := k.Get(ctx, client.ObjectKey{Namespace: managerNamespace, Name: "orderly-tenant-owners"}, &rbacv1.RoleBinding{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 }

@@ -241,6 +241,26 @@ func (m *Manager) Stop() error {
 	return m.stopErr
 }
 
+// Kill ends the process at once with SIGKILL, as a crash or the kernel's OOM killer
+// would: it cannot release its leader election lease or finish what it was doing,
+// which is what failover tests need. It returns once the process has exited: nil
+// when Kill ended it, the exit status when it had ended before. Stop afterwards
+// returns the same.
+func (m *Manager) Kill() error {
+	m.stopOnce.Do(func() {
+		defer func() { _ = m.logs.Close() }()
+		select {
+		case <-m.exited:
+			m.stopErr = exitError(m)
+			return
+		default:
+		}
+		_ = m.cmd.Process.Kill()
+		<-m.exited
+	})
+	return m.stopErr
+}
+
 // Exited is closed when the process has exited, whoever ended it.
 func (m *Manager) Exited() <-chan struct{} { return m.exited }
 

@@ -207,6 +207,46 @@ func TestStopKillsAfterTheGracePeriod(t *testing.T) {
 	}
 }
 
+func TestKillEndsTheProcessAtOnce(t *testing.T) {
+	// A manager that ignores SIGINT: were Kill to ask politely first, it would wait for
+	// the grace period and report a kill.
+	m, err := startFake(t, "stubborn", Options{StopGrace: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := m.Kill(); err != nil {
+		t.Errorf("Kill = %v, want nil", err)
+	}
+	if elapsed := time.Since(start); elapsed > 10*time.Second {
+		t.Errorf("Kill returned after %s", elapsed)
+	}
+	if !isClosed(m.Exited()) || !processGone(m.Pid) {
+		t.Errorf("pid %d still runs after Kill", m.Pid)
+	}
+	if strings.Contains(readFile(t, m.LogPath), "fake manager stopping") {
+		t.Errorf("the manager shut down gracefully; Kill must not let it")
+	}
+	if err := m.Stop(); err != nil {
+		t.Errorf("Stop after Kill = %v, want nil", err)
+	}
+}
+
+func TestKillReportsAnEarlierExit(t *testing.T) {
+	m, err := startFake(t, "ready", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The process ends before Kill is called (here: a SIGTERM from someone else).
+	if err := syscall.Kill(m.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-m.Exited()
+	if err := m.Kill(); err == nil || !strings.Contains(err.Error(), "terminated") {
+		t.Errorf("Kill = %v, want the earlier exit (terminated)", err)
+	}
+}
+
 func TestStartRetriesWhenAPortWasTaken(t *testing.T) {
 	counter := filepath.Join(t.TempDir(), "starts")
 	t.Setenv(fakeCounterEnv, counter)

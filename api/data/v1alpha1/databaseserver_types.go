@@ -18,13 +18,18 @@ const (
 // +kubebuilder:validation:Enum=disable;allow;prefer;require;verify-ca;verify-full
 type SSLMode string
 
-// SecretReference names a Secret in a namespace.
+// SecretReference names a Secret in Orderly's own namespace (orderly-system unless
+// the manager runs elsewhere). Orderly reads the Secrets that a DatabaseServer names
+// from there only, as cert-manager does for a ClusterIssuer: whoever may create a
+// DatabaseServer cannot have Orderly read, and send to a host of their choosing, a
+// Secret from any other namespace.
 type SecretReference struct {
-	// namespace of the Secret.
-	// +required
-	// +kubebuilder:validation:MinLength=1
+	// namespace of the Secret: unset, or the manager's namespace. Any other
+	// namespace is refused with the condition Ready=False, reason
+	// CredentialsNotAllowed, and the Secret is not read.
+	// +optional
 	// +kubebuilder:validation:MaxLength=63
-	Namespace string `json:"namespace"`
+	Namespace string `json:"namespace,omitempty"`
 
 	// name of the Secret.
 	// +required
@@ -67,6 +72,7 @@ type DatabaseTemplate struct {
 }
 
 // DatabaseServerSpec registers a shared database server for DevDatabases.
+// +kubebuilder:validation:XValidation:rule="!has(self.caSecretRef) || !has(self.sslMode) || self.sslMode == 'verify-full'",message="with caSecretRef, sslMode must be verify-full or unset: the CA is there to verify the server"
 type DatabaseServerSpec struct {
 	// engine of the server: postgres.
 	// +optional
@@ -88,14 +94,25 @@ type DatabaseServerSpec struct {
 	Port int32 `json:"port,omitempty"`
 
 	// sslMode is libpq's sslmode for Orderly's connections and the Secrets' URIs.
+	// Unset means verify-full when caSecretRef is set, else prefer. Only verify-ca
+	// and verify-full check the server's certificate; with any other mode the
+	// condition TLSVerified is False, since prefer falls back to plaintext and
+	// require accepts any certificate, so the admin password can be intercepted.
 	// +optional
-	// +kubebuilder:default=prefer
 	SSLMode SSLMode `json:"sslMode,omitempty"`
 
-	// adminCredentialsSecretRef names a Secret with the keys username and password of
-	// a role that may create databases and roles (CREATEDB and CREATEROLE, or superuser).
+	// adminCredentialsSecretRef names a Secret, in the manager's namespace, with the
+	// keys username and password of a role that may create databases and roles
+	// (CREATEDB and CREATEROLE, or superuser).
 	// +required
 	AdminCredentialsSecretRef SecretReference `json:"adminCredentialsSecretRef"`
+
+	// caSecretRef names a Secret, in the manager's namespace, whose key ca.crt holds
+	// the PEM certificates of the authorities that sign the server's certificate.
+	// With it Orderly connects with sslMode verify-full, and the connection Secrets
+	// carry the same ca.crt.
+	// +optional
+	CASecretRef *SecretReference `json:"caSecretRef,omitempty"`
 
 	// allowedNamespaces selects the namespaces whose DevDatabases may use this
 	// server, by namespace labels. Unset allows every namespace; an empty selector
@@ -107,12 +124,26 @@ type DatabaseServerSpec struct {
 	// +optional
 	Limits DatabaseServerLimits `json:"limits,omitempty,omitzero"`
 
-	// maxTTL is the longest ttl a DevDatabase on this server may ask for.
+	// maxTTL is the longest a database on this server lives: a new DevDatabase
+	// asking for a longer ttl is refused (TTLTooLong), and every database is dropped
+	// at the latest at its DevDatabase's creation + maxTTL, whatever its ttl says
+	// later. Lowering it shortens the life of the databases already there.
 	// +optional
 	// +kubebuilder:default="168h"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="maxTTL must be positive"
 	MaxTTL metav1.Duration `json:"maxTTL,omitempty,omitzero"`
+
+	// allowedExtensions are the extensions DevDatabases on this server may ask for
+	// (spec.extensions); unset or empty allows none. Orderly creates them as the
+	// admin, once, when the database is created, in the schema "extensions", which
+	// the database's role may use but not write. Allow only extensions whose install
+	// scripts you trust to run as the admin.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=set
+	// +kubebuilder:validation:items:Pattern=`^[a-z_][a-z0-9_-]{0,62}$`
+	AllowedExtensions []string `json:"allowedExtensions,omitempty"`
 
 	// templates are existing databases that DevDatabases may clone.
 	// +optional
@@ -126,6 +157,10 @@ type DatabaseServerSpec struct {
 const (
 	// ConditionReachable is True when Orderly connected and logged in as the admin.
 	ConditionReachable = "Reachable"
+	// ConditionTLSVerified is True when Orderly's connections verify the server's
+	// certificate (sslMode verify-ca or verify-full), False when they do not and the
+	// admin password could be intercepted.
+	ConditionTLSVerified = "TLSVerified"
 )
 
 // DatabaseServerStatus is the observed state of a DatabaseServer.
@@ -143,6 +178,14 @@ type DatabaseServerStatus struct {
 	// +kubebuilder:validation:MaxLength=256
 	ServerVersion string `json:"serverVersion,omitempty"`
 
+	// systemIdentifier is the server's identity (PostgreSQL's system_identifier):
+	// each DevDatabase records the one its database was created on, and Orderly
+	// refuses to create or drop anything when the server answering is another one
+	// (after a change of host). Empty when the admin may not read it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SystemIdentifier string `json:"systemIdentifier,omitempty"`
+
 	// databasesInUse is the number of databases on the server that Orderly created
 	// for DevDatabases and that still exist.
 	// +optional
@@ -153,7 +196,7 @@ type DatabaseServerStatus struct {
 	// +optional
 	LastCheckTime *metav1.Time `json:"lastCheckTime,omitempty"`
 
-	// conditions: Ready and Reachable.
+	// conditions: Ready, Reachable and TLSVerified.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -8,6 +8,11 @@ import (
 const (
 	// DevDatabaseLabel names the DevDatabase a connection Secret belongs to.
 	DevDatabaseLabel = "data.orderly.dev/devdatabase"
+	// AbandonAnnotation, set to "true" on a DevDatabase being deleted, lets its
+	// finalizer go when its database cannot be dropped (the server is gone for good,
+	// or now answers as another server): the database and role are left on the
+	// server, and a Warning Event (Abandoned) says so.
+	AbandonAnnotation = "data.orderly.dev/abandon"
 )
 
 // Keys of the connection Secret.
@@ -19,6 +24,9 @@ const (
 	SecretKeyPassword = "password"
 	SecretKeyURI      = "uri"
 	SecretKeyJDBCURL  = "jdbcUrl"
+	// SecretKeyCACert holds the server's CA certificates when its DatabaseServer has
+	// a caSecretRef (sslmode verify-full in the URIs).
+	SecretKeyCACert = "ca.crt"
 )
 
 // DatabaseDeletionPolicy says what happens to the database when the DevDatabase
@@ -36,6 +44,7 @@ const (
 )
 
 // DevDatabaseSpec asks for an isolated database on a DatabaseServer.
+// +kubebuilder:validation:XValidation:rule="has(self.extensions) == has(oldSelf.extensions) && (!has(self.extensions) || self.extensions == oldSelf.extensions)",message="extensions cannot be changed: they are created with the database; create a new DevDatabase"
 type DevDatabaseSpec struct {
 	// serverRef is the name of the DatabaseServer to create the database on.
 	// +required
@@ -52,15 +61,20 @@ type DevDatabaseSpec struct {
 	Template string `json:"template,omitempty"`
 
 	// ttl is how long the database lives, counted from the DevDatabase's creation.
-	// Raise it (or run `orderly db extend`) to keep the database longer; the
-	// server's spec.maxTTL is the most allowed.
+	// Raise it (or run `orderly db extend`) to keep the database longer. The
+	// server's spec.maxTTL is the most allowed: a new DevDatabase asking for more is
+	// refused (TTLTooLong), and one whose ttl is raised past it still expires at
+	// creation + maxTTL (condition TTLCapped).
 	// +optional
 	// +kubebuilder:default="24h"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="ttl must be positive"
 	TTL metav1.Duration `json:"ttl,omitempty,omitzero"`
 
-	// extensions are created in the database (CREATE EXTENSION) by the admin role.
+	// extensions are created (CREATE EXTENSION) by the admin role when the database
+	// is created, in the schema "extensions", which the database's role may use but
+	// not write. Each must be in the server's spec.allowedExtensions. They cannot be
+	// changed afterwards.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=set
@@ -107,6 +121,9 @@ const (
 	ConditionServerReachable = "ServerReachable"
 	// ConditionExpiringSoon is True shortly before the database expires.
 	ConditionExpiringSoon = "ExpiringSoon"
+	// ConditionTTLCapped is True when spec.ttl is longer than the server's maxTTL, so
+	// that the database expires at creation + maxTTL instead.
+	ConditionTTLCapped = "TTLCapped"
 )
 
 // DevDatabaseStatus is the observed state of a DevDatabase.
@@ -134,11 +151,20 @@ type DevDatabaseStatus struct {
 	// +kubebuilder:validation:MaxLength=253
 	SecretName string `json:"secretName,omitempty"`
 
-	// expiresAt is when the database is dropped: creation time plus ttl.
+	// expiresAt is when the database is dropped: creation time plus ttl, or plus
+	// the server's maxTTL when that is shorter.
 	// +optional
 	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 
-	// conditions: Ready, ServerReachable and ExpiringSoon.
+	// serverIdentity is the identity (system_identifier) of the server the database
+	// was created on. Orderly neither creates nor drops anything on a server that
+	// answers with another identity. Empty while no database exists, or when the
+	// admin may not read the identity.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ServerIdentity string `json:"serverIdentity,omitempty"`
+
+	// conditions: Ready, ServerReachable, ExpiringSoon and TTLCapped.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

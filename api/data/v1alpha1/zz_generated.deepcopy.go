@@ -103,6 +103,11 @@ func (in *DatabaseServerList) DeepCopyObject() runtime.Object {
 func (in *DatabaseServerSpec) DeepCopyInto(out *DatabaseServerSpec) {
 	*out = *in
 	out.AdminCredentialsSecretRef = in.AdminCredentialsSecretRef
+	if in.CASecretRef != nil {
+		in, out := &in.CASecretRef, &out.CASecretRef
+		*out = new(SecretReference)
+		**out = **in
+	}
 	if in.AllowedNamespaces != nil {
 		in, out := &in.AllowedNamespaces, &out.AllowedNamespaces
 		*out = new(v1.LabelSelector)
@@ -110,6 +115,11 @@ func (in *DatabaseServerSpec) DeepCopyInto(out *DatabaseServerSpec) {
 	}
 	in.Limits.DeepCopyInto(&out.Limits)
 	out.MaxTTL = in.MaxTTL
+	if in.AllowedExtensions != nil {
+		in, out := &in.AllowedExtensions, &out.AllowedExtensions
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Templates != nil {
 		in, out := &in.Templates, &out.Templates
 		*out = make([]DatabaseTemplate, len(*in))

@@ -84,8 +84,9 @@ type LabelPolicyMatch struct {
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
-	// excludedNamespaces are never subject to the policy. kube-system, kube-public and
-	// kube-node-lease are always excluded, whether listed or not.
+	// excludedNamespaces are never subject to the policy. Every kube-* namespace and
+	// the namespace Orderly's manager runs in are always excluded, whether listed or
+	// not (see status.protectedNamespaces).
 	// +optional
 	// +kubebuilder:default={kube-system,kube-public,kube-node-lease}
 	// +kubebuilder:validation:MaxItems=64
@@ -216,6 +217,17 @@ type LabelPolicyStatus struct {
 	// remediated is the number of workloads labelled by the last audit.
 	// +optional
 	Remediated int32 `json:"remediated,omitempty"`
+
+	// protectedNamespaces are the namespaces the policy never applies to, whatever
+	// spec.match says: every kube-* namespace (the cluster's own components) and the
+	// namespace Orderly's manager runs in, so that no policy can block the cluster or
+	// Orderly itself. Neither the admission objects, nor the webhook, nor the audit
+	// act there.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=atomic
+	ProtectedNamespaces []string `json:"protectedNamespaces,omitempty"`
 
 	// topViolations lists up to 20 violating workloads, sorted by namespace, kind and name.
 	// +optional

@@ -121,7 +121,9 @@ type SleepExclusions struct {
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }
 
-// SleepScheduleSpec declares when the workloads of some namespaces run.
+// SleepScheduleSpec declares when the workloads of some namespaces run. Whatever it
+// selects, Kubernetes' own namespaces (kube-*) and the namespace Orderly runs in never
+// sleep (status.excludedNamespaces lists those it selected).
 // +kubebuilder:validation:XValidation:rule="has(self.namespaceSelector) || (has(self.namespaces) && size(self.namespaces) > 0)",message="select namespaces with namespaceSelector, namespaces, or both"
 type SleepScheduleSpec struct {
 	// namespaceSelector selects namespaces by label.
@@ -239,6 +241,29 @@ const (
 	ConditionWorkloadsReady = "WorkloadsReady"
 )
 
+// Reasons of ExcludedNamespace.
+const (
+	// ExcludedSystemNamespace is a kube-* namespace: Kubernetes' own workloads (CoreDNS,
+	// ...) must keep running for anything to wake.
+	ExcludedSystemNamespace = "SystemNamespace"
+	// ExcludedManagerNamespace is the namespace Orderly runs in: asleep, nothing would
+	// be left to wake the others.
+	ExcludedManagerNamespace = "ManagerNamespace"
+)
+
+// ExcludedNamespace is a selected namespace that Orderly leaves awake.
+type ExcludedNamespace struct {
+	// name of the namespace.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// reason it is left awake: SystemNamespace (kube-*) or ManagerNamespace (Orderly's own).
+	// +required
+	// +kubebuilder:validation:Enum=SystemNamespace;ManagerNamespace
+	Reason string `json:"reason"`
+}
+
 // SleepScheduleStatus is the observed state of a SleepSchedule.
 type SleepScheduleStatus struct {
 	// observedGeneration is the generation of the spec this status describes.
@@ -253,10 +278,18 @@ type SleepScheduleStatus struct {
 	// +optional
 	NextTransition *metav1.Time `json:"nextTransition,omitempty"`
 
-	// namespaces is the number of namespaces this schedule manages (selected and not
-	// owned by an older schedule).
+	// namespaces is the number of namespaces this schedule manages (selected, not
+	// excluded, and not owned by an older schedule).
 	// +optional
 	Namespaces int32 `json:"namespaces,omitempty"`
+
+	// excludedNamespaces names the selected namespaces that Orderly never puts to sleep,
+	// whatever the selector or the list of names says, and why: Kubernetes' own
+	// namespaces (kube-*) and the namespace Orderly runs in. Up to 20.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	ExcludedNamespaces []ExcludedNamespace `json:"excludedNamespaces,omitempty"`
 
 	// workloads is the number of workloads the schedule applies to (not excluded).
 	// +optional

@@ -11,17 +11,22 @@ const (
 	// TenantLabel names the Tenant a namespace belongs to.
 	TenantLabel = "tenancy.orderly.dev/tenant"
 	// AdoptAnnotation, set by a person on an existing namespace, allows the named
-	// Tenant to take the namespace over.
+	// Tenant to take the namespace over. Orderly removes it once the namespace is
+	// adopted, so that it hands the namespace to one Tenant, once.
 	AdoptAnnotation = "tenancy.orderly.dev/adopt"
 	// OriginAnnotation records whether Orderly created the namespace ("created") or
 	// adopted an existing one ("adopted"); only created namespaces are ever deleted.
 	OriginAnnotation = "tenancy.orderly.dev/origin"
-	// OwnerUIDAnnotation holds the UID of the Tenant that manages the namespace, so
-	// that a namespace whose tenant label was removed by hand is still recognised.
+	// OwnerUIDAnnotation holds the UID of the Tenant that manages the namespace: the
+	// claim. A Tenant manages a namespace only when the namespace records its UID (or
+	// carries AdoptAnnotation with its name), so a later Tenant of the same name does
+	// not inherit the namespaces of an earlier one.
 	OwnerUIDAnnotation = "tenancy.orderly.dev/owner-uid"
 	// CostCenterLabel carries spec.costCenter on every tenant namespace.
 	CostCenterLabel = "cost-center"
 	// TenantAdminClusterRole is the ClusterRole bound to spec.owners in every namespace.
+	// A Tenant may always bind it; further ClusterRoles only when the manager allows
+	// them (--tenant-bindable-clusterroles).
 	TenantAdminClusterRole = "orderly-tenant-admin"
 )
 
@@ -58,23 +63,40 @@ const (
 )
 
 // TenantNamespace is one namespace of a tenant.
+//
+// The labels and annotations a Tenant may set are the team's own: keys under the
+// reserved prefixes kubernetes.io/, k8s.io/ and orderly.dev/ (and their subdomains,
+// such as tenancy.orderly.dev/ or pod-security.kubernetes.io/) are refused, because
+// Kubernetes and Orderly act on them (Orderly's ownership markers, node selectors and
+// tolerations of the PodNodeSelector and PodTolerationRestriction plugins) and because
+// other tenants' allowFrom may select namespaces only by such keys, so that no Tenant
+// can put its namespaces into another tenant's network. The one exception makes a
+// namespace stricter: the Pod Security labels enforce, audit and warn set to
+// restricted.
 type TenantNamespace struct {
-	// name of the namespace.
+	// name of the namespace. kube-* namespaces belong to Kubernetes and are refused.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('kube-')",message="kube-* namespaces belong to Kubernetes: a Tenant cannot list them"
 	Name string `json:"name"`
 
-	// labels added to the namespace, besides the ones Orderly sets itself.
+	// labels added to the namespace, besides the ones Orderly sets itself. Keys under
+	// kubernetes.io/, k8s.io/ and orderly.dev/ (and their subdomains) are refused, except
+	// pod-security.kubernetes.io/enforce, audit and warn set to restricted.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="!('tenancy.orderly.dev/tenant' in self) && !('cost-center' in self)",message="labels must not set tenancy.orderly.dev/tenant or cost-center: Orderly sets them from the Tenant's name and spec.costCenter"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.startsWith('pod-security.kubernetes.io/') || !k.matches('^([^/]*[.])?(kubernetes[.]io|k8s[.]io|orderly[.]dev)/'))",message="labels must not use the reserved prefixes kubernetes.io/, k8s.io/ or orderly.dev/ (or a subdomain of them): Kubernetes and Orderly set those, and other tenants' allowFrom trusts them"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('pod-security.kubernetes.io/') || (k in ['pod-security.kubernetes.io/enforce', 'pod-security.kubernetes.io/audit', 'pod-security.kubernetes.io/warn'] && self[k] == 'restricted'))",message="Pod Security labels may only make a namespace stricter: pod-security.kubernetes.io/enforce, audit or warn, set to restricted"
 	Labels map[string]string `json:"labels,omitempty"`
 
-	// annotations added to the namespace.
+	// annotations added to the namespace. Keys under kubernetes.io/, k8s.io/ and
+	// orderly.dev/ (and their subdomains) are refused.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?(kubernetes[.]io|k8s[.]io|orderly[.]dev)/'))",message="annotations must not use the reserved prefixes kubernetes.io/, k8s.io/ or orderly.dev/ (or a subdomain of them): Orderly's markers (tenancy.orderly.dev/*) and the node selectors and tolerations Kubernetes reads from a namespace are not a Tenant's to set"
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
@@ -107,18 +129,75 @@ type TenantNetworkPolicy struct {
 	Isolation IsolationMode `json:"isolation,omitempty"`
 
 	// allowFrom selects further namespaces whose pods may reach the tenant's pods,
-	// such as an ingress controller's or monitoring's namespace.
+	// such as an ingress controller's or monitoring's namespace. Selectors may use only
+	// the labels that no Tenant can set (a Tenant could otherwise label its own
+	// namespaces into this tenant's network): kubernetes.io/metadata.name (the
+	// namespace's name, which the API server sets) and tenancy.orderly.dev/tenant
+	// (another tenant's namespaces). An empty selector allows every namespace.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
-	AllowFrom []metav1.LabelSelector `json:"allowFrom,omitempty"`
+	AllowFrom []TenantNamespaceSelector `json:"allowFrom,omitempty"`
+}
+
+// Labels that allowFrom may select namespaces by: no Tenant can set them.
+const (
+	// NamespaceNameLabel is set by the API server on every namespace to its name.
+	NamespaceNameLabel = "kubernetes.io/metadata.name"
+)
+
+// TenantNamespaceSelector selects namespaces as a label selector does (the same
+// fields), by the labels no Tenant can set: kubernetes.io/metadata.name and
+// tenancy.orderly.dev/tenant. The requirements are ANDed; an empty selector selects
+// every namespace.
+type TenantNamespaceSelector struct {
+	// matchLabels selects namespaces carrying each of these labels. Keys are
+	// kubernetes.io/metadata.name or tenancy.orderly.dev/tenant.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=2
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['kubernetes.io/metadata.name', 'tenancy.orderly.dev/tenant'])",message="allowFrom may select namespaces only by labels no Tenant can set: kubernetes.io/metadata.name (the namespace's name) or tenancy.orderly.dev/tenant (another tenant's namespaces)"
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+
+	// matchExpressions are further requirements on the same two labels.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4
+	// +listType=atomic
+	MatchExpressions []TenantNamespaceSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// TenantNamespaceSelectorRequirement is one requirement of a TenantNamespaceSelector,
+// as in a label selector.
+// +kubebuilder:validation:XValidation:rule="(self.operator == 'In' || self.operator == 'NotIn') == (has(self.values) && size(self.values) > 0)",message="values are required for In and NotIn, and not allowed for Exists and DoesNotExist"
+type TenantNamespaceSelectorRequirement struct {
+	// key is the label: kubernetes.io/metadata.name or tenancy.orderly.dev/tenant, the
+	// labels no Tenant can set.
+	// +required
+	// +kubebuilder:validation:Enum=kubernetes.io/metadata.name;tenancy.orderly.dev/tenant
+	Key string `json:"key"`
+
+	// operator is In, NotIn, Exists or DoesNotExist.
+	// +required
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+
+	// values the label may (In) or may not (NotIn) have.
+	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=atomic
+	Values []string `json:"values,omitempty"`
 }
 
 // TenantRoleBinding is a further binding created in every tenant namespace.
 type TenantRoleBinding struct {
-	// roleRef is the Role or ClusterRole to bind. A Role must exist in each namespace.
+	// roleRef is the ClusterRole to bind. Only the ClusterRoles the manager allows
+	// (--tenant-bindable-clusterroles: by default orderly-tenant-admin, edit and view)
+	// are bound; a binding to any other is refused and reported in the
+	// RoleBindingsAllowed condition. Roles are refused: the tenant's owners bind the
+	// Roles of their namespaces themselves.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self.apiGroup == 'rbac.authorization.k8s.io' && (self.kind == 'Role' || self.kind == 'ClusterRole')",message="roleRef must be a Role or ClusterRole of apiGroup rbac.authorization.k8s.io"
+	// +kubebuilder:validation:XValidation:rule="self.kind == 'ClusterRole'",message="roleRef must be a ClusterRole: a Tenant binds only the ClusterRoles the platform team allows, and the tenant's owners bind their own Roles themselves"
 	RoleRef rbacv1.RoleRef `json:"roleRef"`
 
 	// subjects bound to the role.
@@ -144,7 +223,9 @@ type TenantSpec struct {
 
 	// namespaces of the tenant. Orderly creates the missing ones and labels each
 	// tenancy.orderly.dev/tenant=<tenant>. A namespace that already exists is only
-	// taken over when it carries the annotation tenancy.orderly.dev/adopt=<tenant>.
+	// taken over when it carries the annotation tenancy.orderly.dev/adopt=<tenant>,
+	// which Orderly removes once it has adopted the namespace. A namespace belongs to
+	// the Tenant whose UID it records, not to whichever Tenant bears the name.
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100
@@ -171,7 +252,8 @@ type TenantSpec struct {
 	// +optional
 	NetworkPolicy TenantNetworkPolicy `json:"networkPolicy,omitempty,omitzero"`
 
-	// additionalRoleBindings are created in every tenant namespace.
+	// additionalRoleBindings are created in every tenant namespace, each to a
+	// ClusterRole the manager allows Tenants to bind (see roleRef).
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
@@ -223,6 +305,9 @@ const (
 	// ConditionResourcesReady is True when RoleBindings, quota, limits and
 	// NetworkPolicy are in place in every namespace Orderly manages.
 	ConditionResourcesReady = "ResourcesReady"
+	// ConditionRoleBindingsAllowed is False when additionalRoleBindings asks for a role
+	// that Tenants may not bind; those bindings are not created.
+	ConditionRoleBindingsAllowed = "RoleBindingsAllowed"
 )
 
 // TenantStatus is the observed state of a Tenant.
@@ -246,7 +331,7 @@ type TenantStatus struct {
 	// +listMapKey=name
 	Namespaces []TenantNamespaceStatus `json:"namespaces,omitempty"`
 
-	// conditions: Ready, NamespaceConflict and ResourcesReady.
+	// conditions: Ready, NamespaceConflict, ResourcesReady and RoleBindingsAllowed.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

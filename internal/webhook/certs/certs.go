@@ -49,9 +49,13 @@ const (
 	leafLifetime   = 365 * 24 * time.Hour
 	leafRenewAfter = leafLifetime - 30*24*time.Hour
 	caRenewBefore  = 365 * 24 * time.Hour
-	// CheckInterval is how often the Secret is read again (another replica may have
-	// renewed it) and the certificate renewed when due.
-	CheckInterval = time.Hour
+	// CheckInterval is how often every replica reads the Secret again and renews the
+	// certificate when due. Another replica may have renewed the serving certificate
+	// or re-issued the CA (after the Secret was deleted, say): the API server then
+	// trusts the new CA once the leader has written it into the configurations, and a
+	// replica still serving the old certificate fails every call until it reads the
+	// Secret again. A GET a minute per replica keeps that window short.
+	CheckInterval = time.Minute
 )
 
 // bundle is the decoded content of the Secret.
@@ -73,7 +77,8 @@ type Manager struct {
 	DNSNames []string
 	IPs      []net.IP
 	// Clock dates the certificates and decides when they are due; the wall clock
-	// when nil.
+	// when nil. When it also makes tickers (a clock.WithTicker, as the fake clocks of
+	// tests do), Start checks on its ticks.
 	Clock clock.PassiveClock
 
 	current atomic.Pointer[bundle]
@@ -110,13 +115,17 @@ func (m *Manager) NeedLeaderElection() bool { return false }
 
 // Start re-checks the certificate every CheckInterval until ctx ends.
 func (m *Manager) Start(ctx context.Context) error {
-	t := time.NewTicker(CheckInterval)
+	var ticks clock.WithTicker = clock.RealClock{}
+	if c, ok := m.Clock.(clock.WithTicker); ok {
+		ticks = c
+	}
+	t := ticks.NewTicker(CheckInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-t.C():
 			if err := m.Ensure(ctx); err != nil {
 				log.FromContext(ctx).Error(err, "Renewing the webhook's serving certificate", "secret", m.Namespace+"/"+m.Name)
 			}
@@ -159,6 +168,10 @@ func (m *Manager) Ensure(ctx context.Context) error {
 		}
 		b, decodeErr := decode(s.Data)
 		if decodeErr == nil && !m.due(b) {
+			if prev := m.current.Load(); prev != nil && !bytes.Equal(prev.certPEM, b.certPEM) {
+				log.FromContext(ctx).Info("Loaded the webhook's serving certificate renewed by another replica", "secret", m.Namespace+"/"+m.Name,
+					"notAfter", b.leaf.NotAfter, "newCA", !bytes.Equal(prev.caPEM, b.caPEM))
+			}
 			m.current.Store(b)
 			return nil
 		}

@@ -1,12 +1,20 @@
 package certs
 
 import (
+	"bytes"
+	"context"
 	"crypto/x509"
 	"net"
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"orderly.dev/orderly/internal/scheme"
 )
 
 func TestIssueVerifiesForTheServedNames(t *testing.T) {
@@ -86,4 +94,71 @@ func TestRenewalKeepsTheCA(t *testing.T) {
 	if second.leaf.SerialNumber.Cmp(first.leaf.SerialNumber) == 0 {
 		t.Error("renewal reissued the same serial")
 	}
+}
+
+// A replica picks up a CA that another replica re-issued (here after the Secret was
+// deleted) within minutes, not the hour it used to wait: until it does, it serves a
+// certificate that the configurations' new caBundle no longer trusts.
+func TestReplicaPicksUpAReissuedCAWithinMinutes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	clk := clocktesting.NewFakeClock(time.Now())
+	newReplica := func() *Manager {
+		return &Manager{Client: c, Reader: c, Namespace: "orderly-system", Name: "orderly-webhook-tls", DNSNames: []string{"a.svc"}, Clock: clk}
+	}
+	first, replica := newReplica(), newReplica()
+	if err := first.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := replica.CABundle()
+	done := make(chan error, 1)
+	go func() { done <- replica.Start(ctx) }()
+	g := NewWithT(t)
+	g.Eventually(clk.HasWaiters, 10*time.Second, 10*time.Millisecond).Should(BeTrue(), "the replica's ticker")
+
+	// The CA is re-issued: the Secret is deleted and another replica writes a new one.
+	if err := c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "orderly-system", Name: "orderly-webhook-tls"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reissued, _ := first.CABundle()
+	if bytes.Equal(reissued, old) {
+		t.Fatal("the CA was not re-issued")
+	}
+
+	clk.Step(2 * time.Minute)
+	g.Eventually(func() string {
+		got, _ := replica.CABundle()
+		return string(got)
+	}, 10*time.Second, 10*time.Millisecond).Should(Equal(string(reissued)), "the replica still serves the old CA's certificate")
+	cert, err := replica.GetCertificate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leaf.CheckSignatureFrom(mustParse(t, reissued)); err != nil {
+		t.Errorf("the replica serves a certificate the re-issued CA did not sign: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Start: %v", err)
+	}
+}
+
+func mustParse(t *testing.T, pemBytes []byte) *x509.Certificate {
+	t.Helper()
+	c, err := parseCert(pemBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -45,14 +45,18 @@ var mutations = series.Counter(prometheus.CounterOpts{
 type Handler struct {
 	// Reader reads LabelPolicies and namespace metadata, normally from the cache.
 	Reader client.Reader
+	// Namespace is the manager's namespace. Like the kube-* namespaces it is out of
+	// every policy's reach (controller.Protected); the configurations already leave
+	// them out, and the handler makes sure of it.
+	Namespace string
 }
 
 type policyNameKey struct{}
 
 // Register serves the webhook of every LabelPolicy on mgr's webhook server, reading
 // policies and namespaces from mgr's cache, and forgets a policy's series when the
-// policy is deleted.
-func Register(ctx context.Context, mgr ctrl.Manager) error {
+// policy is deleted. namespace is the manager's namespace.
+func Register(ctx context.Context, mgr ctrl.Manager, namespace string) error {
 	informer, err := mgr.GetCache().GetInformer(ctx, &policyv1alpha1.LabelPolicy{})
 	if err != nil {
 		return fmt.Errorf("watching LabelPolicies for the webhook's metrics: %w", err)
@@ -60,7 +64,7 @@ func Register(ctx context.Context, mgr ctrl.Manager) error {
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: forget}); err != nil {
 		return fmt.Errorf("watching LabelPolicies for the webhook's metrics: %w", err)
 	}
-	mgr.GetWebhookServer().Register(controller.WebhookPathPrefix, (&Handler{Reader: mgr.GetClient()}).Webhook())
+	mgr.GetWebhookServer().Register(controller.WebhookPathPrefix, (&Handler{Reader: mgr.GetClient(), Namespace: namespace}).Webhook())
 	return nil
 }
 
@@ -89,6 +93,9 @@ func (h *Handler) Webhook() *admission.Webhook {
 // policy's job, which runs after every mutation.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	name, _ := ctx.Value(policyNameKey{}).(string)
+	if controller.Protected(req.Namespace, h.Namespace) {
+		return admission.Allowed("namespace " + req.Namespace + " is out of every LabelPolicy's reach")
+	}
 	key := client.ObjectKey{Name: name}
 	var p policyv1alpha1.LabelPolicy
 	if err := h.Reader.Get(ctx, key, &p); err != nil {

@@ -4,6 +4,8 @@ package labelpolicy_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"testing"
@@ -29,6 +31,7 @@ import (
 	"orderly.dev/orderly/internal/testenv"
 	orderlywebhook "orderly.dev/orderly/internal/webhook"
 	"orderly.dev/orderly/internal/webhook/certs"
+	"orderly.dev/orderly/internal/webhook/tlstest"
 )
 
 // These tests run the fallback as the manager does on an API server that does not
@@ -47,6 +50,8 @@ var (
 	k client.Client
 	// server is what internal/webhook prepared, as for `orderly manager`.
 	server *orderlywebhook.Server
+	// webhookAddr is where it listens.
+	webhookAddr string
 )
 
 func TestMain(m *testing.M) {
@@ -57,6 +62,7 @@ func TestMain(m *testing.M) {
 			return nil, err
 		}
 		port := freePort()
+		webhookAddr = fmt.Sprintf("127.0.0.1:%d", port)
 		lp := lpcontroller.Controller
 		opts := orderlywebhook.Options{
 			Mutation: string(admission.Auto), Host: "127.0.0.1", Port: port, URL: fmt.Sprintf("https://127.0.0.1:%d", port),
@@ -77,7 +83,7 @@ func TestMain(m *testing.M) {
 			r.AuditInterval = 2 * time.Second
 			return r.SetupWithManager(ctx, mgr, deps.Options)
 		}
-		return e.StartManager(kit.Deps{Admission: server.Admission}, []kit.Controller{lp}, func(o *ctrl.Options) {
+		return e.StartManager(kit.Deps{Admission: server.Admission, Namespace: webhookNS}, []kit.Controller{lp}, func(o *ctrl.Options) {
 			o.WebhookServer = server.NewServer()
 		})
 	}, testenv.WithoutMutatingAdmissionPolicy())
@@ -256,4 +262,82 @@ func TestCertificateSecret(t *testing.T) {
 	g.Expect(m.Ensure(ctx)).To(MatchError(ContainSubstring("was not created by Orderly")))
 	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: webhookNS, Name: "someone-elses"}, foreign)).To(Succeed())
 	g.Expect(string(foreign.Data["tls.crt"])).To(Equal("x"))
+}
+
+// TestDefaultPolicyNeverBlocksProtectedNamespaces: a Default policy that matches every
+// namespace, with nothing to fill in where a namespace has no label, is enforced
+// everywhere else, but a Deployment in the manager's namespace (Orderly's own), in
+// kube-system or in another kube-* namespace is admitted, and the webhook does not
+// touch it: the configuration does not send it there.
+func TestDefaultPolicyNeverBlocksProtectedNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	createNS(t, "wh-protect", nil)
+	createNS(t, "wh-protect-labelled", map[string]string{"cc-protect": "from-ns"})
+	createNS(t, "kube-wh-protect", nil)
+	p := &policyv1alpha1.LabelPolicy{ObjectMeta: metav1.ObjectMeta{Name: "wh-everywhere"},
+		Spec: policyv1alpha1.LabelPolicySpec{Label: "cc-protect", Action: policyv1alpha1.ActionDefault}}
+	g.Expect(k.Create(ctx, p)).To(Succeed())
+	t.Cleanup(func() { deleteWithAdmissionObjects(t, p) })
+
+	// Enforced elsewhere: filled in from the namespace by the webhook, or rejected.
+	g.Eventually(func(g Gomega) {
+		d := deployment("wh-protect-labelled", "", nil)
+		d.GenerateName = "probe-"
+		g.Expect(k.Create(ctx, d)).To(Succeed())
+		_ = k.Delete(ctx, d)
+		g.Expect(d.Labels).To(HaveKeyWithValue("cc-protect", "from-ns"))
+	}, timeout, poll).Should(Succeed())
+	// The validating policy may take a moment longer to load than the webhook.
+	g.Eventually(func() error {
+		d := deployment("wh-protect", "", nil)
+		d.GenerateName = "probe-"
+		err := k.Create(ctx, d)
+		if err == nil {
+			_ = k.Delete(ctx, d)
+		}
+		return err
+	}, timeout, poll).Should(MatchError(ContainSubstring("has no label cc-protect")))
+
+	for _, ns := range []string{webhookNS, "kube-system", "kube-wh-protect"} {
+		// Labelled as Orderly's own Deployment is (config/manager/manager.yaml).
+		d := deployment(ns, "wh-orderly-manager", map[string]string{"app.kubernetes.io/name": "orderly"})
+		g.Expect(k.Create(ctx, d)).To(Succeed(), "the policy blocked a Deployment in %s", ns)
+		g.Expect(d.Labels).NotTo(HaveKey("cc-protect"))
+		t.Cleanup(func() { _ = k.Delete(context.Background(), d) })
+	}
+	var wc admissionv1.MutatingWebhookConfiguration
+	g.Expect(k.Get(ctx, client.ObjectKey{Name: "orderly-labelpolicy-wh-everywhere"}, &wc)).To(Succeed())
+	g.Expect(wc.Webhooks[0].NamespaceSelector.MatchExpressions).To(ContainElement(HaveField("Values", ContainElement(webhookNS))))
+	g.Expect(wc.Webhooks[0].MatchConditions).To(ContainElement(HaveField("Expression", ContainSubstring(`startsWith("kube-")`))))
+	g.Eventually(func(g Gomega) {
+		g.Expect(getPolicy(g, p.Name).Status.ProtectedNamespaces).To(Equal([]string{"kube-*", webhookNS}))
+	}, timeout, poll).Should(Succeed())
+}
+
+// deleteWithAdmissionObjects deletes a policy and then the admission objects it had,
+// which the garbage collector would remove in a real cluster, and envtest has none.
+func deleteWithAdmissionObjects(t *testing.T, p *policyv1alpha1.LabelPolicy) {
+	ctx := context.Background()
+	_ = k.Delete(ctx, p)
+	NewWithT(t).Eventually(func() bool {
+		return apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(p), &policyv1alpha1.LabelPolicy{}))
+	}, timeout, poll).Should(BeTrue())
+	name := metav1.ObjectMeta{Name: "orderly-labelpolicy-" + p.Name}
+	for _, o := range []client.Object{
+		&admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: name},
+		&admissionv1.ValidatingAdmissionPolicy{ObjectMeta: name},
+		&admissionv1.MutatingWebhookConfiguration{ObjectMeta: name},
+	} {
+		_ = k.Delete(ctx, o)
+	}
+}
+
+// TestWebhookServerSpeaksHTTP1Only: the server the manager runs refuses HTTP/2.
+func TestWebhookServerSpeaksHTTP1Only(t *testing.T) {
+	ca, err := server.Admission.CABundle()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	pool := x509.NewCertPool()
+	NewWithT(t).Expect(pool.AppendCertsFromPEM(ca)).To(BeTrue())
+	tlstest.AssertHTTP1Only(t, webhookAddr, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}, lpcontroller.WebhookPathPrefix+"none")
 }

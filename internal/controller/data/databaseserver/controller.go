@@ -58,6 +58,8 @@ type Reconciler struct {
 	Recorder  kit.Recorder
 	Connector engine.Connector
 	Clock     clock.PassiveClock
+	// Namespace is the manager's namespace, the only one servers' Secrets are read from.
+	Namespace string
 	// RecheckReachable and RecheckUnreachable are how soon a server is checked again
 	// after a check that reached it, or did not; zero takes the defaults (tests
 	// shorten them).
@@ -72,13 +74,15 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Controller is the DatabaseServer controller as the manager runs it. It caches
-// nothing beyond DatabaseServers and DevDatabases.
+// nothing beyond DatabaseServers and DevDatabases, and asks nothing of how: the
+// DevDatabase controller, which runs beside it, strips their managed fields (two
+// rules for one kind would have to be the same function).
 var Controller = kit.Controller{Name: Name, Setup: Setup}
 
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-databaseserver")),
-		Connector: deps.Databases, Clock: deps.ClockOrReal()}
+		Connector: deps.Databases, Clock: deps.ClockOrReal(), Namespace: deps.Namespace}
 	return r.SetupWithManager(ctx, mgr, deps.Options)
 }
 
@@ -205,15 +209,19 @@ type observation struct {
 	// that still refer to it.
 	deleting bool
 	users    []string
+	// sslMode is the effective sslmode of the connections; empty when the Secrets
+	// could not be read.
+	sslMode string
 }
 
 func (r *Reconciler) observe(ctx context.Context, s *datav1alpha1.DatabaseServer) observation {
 	obs := observation{at: metav1.NewTime(r.Clock.Now())}
-	srv, err := engine.ServerFor(ctx, r.APIReader, s)
+	srv, err := engine.ServerFor(ctx, r.APIReader, s, r.Namespace)
 	if err != nil {
 		obs.err = err
 		return obs
 	}
+	obs.sslMode = srv.EffectiveSSLMode()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	e, err := r.Connector.Connect(ctx, string(s.Spec.Engine), srv)

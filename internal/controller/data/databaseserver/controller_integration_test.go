@@ -38,11 +38,13 @@ func adminSecret(ns string, srv *testpg.Server) *corev1.Secret {
 		StringData: map[string]string{"username": srv.Username, "password": srv.Password}}
 }
 
-// newServer registers srv as a DatabaseServer, with its admin Secret.
+// newServer registers srv as a DatabaseServer, with its admin Secret in the
+// manager's namespace.
 func newServer(t *testing.T, srv *testpg.Server) (*datav1alpha1.DatabaseServer, *corev1.Secret) {
 	t.Helper()
 	g := NewWithT(t)
-	sec := adminSecret(newNamespace(t), srv)
+	sec := adminSecret(managerNamespace, srv)
+	sec.Name = uniq("admin")
 	g.Expect(k.Create(context.Background(), sec)).To(Succeed())
 	s := &datav1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: uniq("pg")}, Spec: datav1alpha1.DatabaseServerSpec{
 		Engine: datav1alpha1.EnginePostgres, Host: srv.Host, Port: srv.Port, SSLMode: "disable",
@@ -121,7 +123,9 @@ func TestEventsOnTransitions(t *testing.T) {
 	g.Expect(k.Delete(ctx, sec)).To(Succeed())
 	g.Eventually(counts(2, 1, 1), timeout, poll).Should(Succeed())
 	g.Consistently(counts(2, 1, 1), steady, poll).Should(Succeed())
-	g.Expect(k.Create(ctx, adminSecret(sec.Namespace, srv))).To(Succeed())
+	again := adminSecret(sec.Namespace, srv)
+	again.Name = sec.Name
+	g.Expect(k.Create(ctx, again)).To(Succeed())
 	g.Eventually(counts(3, 1, 1), timeout, poll).Should(Succeed())
 
 	// A DevDatabase holds the server's deletion; it goes, and the server with it.

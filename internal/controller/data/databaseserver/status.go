@@ -20,6 +20,12 @@ const (
 	ReasonReachable          = "Reachable"
 	ReasonUnreachable        = "Unreachable"
 	ReasonCredentialsMissing = "CredentialsMissing"
+	// ReasonCredentialsNotAllowed: a Secret reference names a namespace other than
+	// the manager's; the Secret is not read.
+	ReasonCredentialsNotAllowed = "CredentialsNotAllowed"
+	// Reasons of TLSVerified.
+	ReasonVerified   = "Verified"
+	ReasonUnverified = "Unverified"
 	// ReasonInUse: the server is being deleted and DevDatabases still refer to it.
 	ReasonInUse = "InUse"
 	// ReasonReleased (an Event only): the last DevDatabase went and the server with it.
@@ -35,6 +41,22 @@ func inUseMessage(users []string) string {
 		len(users), kit.FirstN(users, listedUsers))
 }
 
+// tlsVerified says whether connections with sslMode check who the server is, and
+// what that means for the admin password.
+func tlsVerified(sslMode string) (bool, string) {
+	switch sslMode {
+	case "verify-full":
+		return true, "sslMode verify-full: the server's certificate and host name are checked"
+	case "verify-ca":
+		return true, "sslMode verify-ca: the server's certificate is checked, its host name is not"
+	case "require":
+		return false, "sslMode require: the connection is encrypted but any certificate is accepted, so whoever can intercept it can read the admin password; set caSecretRef (verify-full)"
+	case "disable":
+		return false, "sslMode disable: the admin password and all data cross the network in plaintext; acceptable on loopback only. Set caSecretRef (verify-full)"
+	}
+	return false, fmt.Sprintf("sslMode %s: the connection may fall back to plaintext and the server's certificate is not checked, so the admin password can be intercepted; set caSecretRef (verify-full)", sslMode)
+}
+
 // computeStatus derives the status from one observation. lastCheckTime changes on
 // every check only when something else changed too, so a healthy server is not
 // rewritten every minute.
@@ -44,7 +66,10 @@ func computeStatus(s *datav1alpha1.DatabaseServer, obs observation) datav1alpha1
 	conds := kit.ConditionsOf(&st.Conditions, s.Generation)
 	if obs.err != nil {
 		reason := ReasonUnreachable
-		if errors.Is(obs.err, engine.ErrCredentials) {
+		switch {
+		case errors.Is(obs.err, engine.ErrCredentialsNotAllowed):
+			reason = ReasonCredentialsNotAllowed
+		case errors.Is(obs.err, engine.ErrCredentials):
 			reason = ReasonCredentialsMissing
 		}
 		st.Reachable = false
@@ -55,12 +80,20 @@ func computeStatus(s *datav1alpha1.DatabaseServer, obs observation) datav1alpha1
 		st.Reachable = true
 		st.ServerVersion = obs.info.Version
 		st.DatabasesInUse = int32(obs.info.OwnedDatabases)
+		st.SystemIdentifier = obs.info.SystemIdentifier
 		conds.True(datav1alpha1.ConditionReachable, ReasonReachable, "Connected and logged in as the admin")
 		conds.True(datav1alpha1.ConditionReady, ReasonReachable,
 			fmt.Sprintf("PostgreSQL %s; %d DevDatabase(s) on the server", obs.info.Version, obs.info.OwnedDatabases))
 	}
 	if obs.deleting {
 		conds.False(datav1alpha1.ConditionReady, ReasonInUse, inUseMessage(obs.users))
+	}
+	if obs.sslMode != "" {
+		if verified, msg := tlsVerified(obs.sslMode); verified {
+			conds.True(datav1alpha1.ConditionTLSVerified, ReasonVerified, msg)
+		} else {
+			conds.False(datav1alpha1.ConditionTLSVerified, ReasonUnverified, msg)
+		}
 	}
 	prev := s.Status.DeepCopy()
 	prev.LastCheckTime, st.LastCheckTime = nil, nil

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,7 +38,7 @@ func withRecheckEvery(interval time.Duration) kit.Controller {
 	c := Controller
 	c.Setup = func(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-databaseserver")),
-			Connector: deps.Databases, Clock: deps.ClockOrReal(), RecheckReachable: interval, RecheckUnreachable: interval}
+			Connector: deps.Databases, Clock: deps.ClockOrReal(), Namespace: deps.Namespace, RecheckReachable: interval, RecheckUnreachable: interval}
 		return r.SetupWithManager(ctx, mgr, deps.Options)
 	}
 	return c
@@ -50,8 +52,11 @@ func TestMain(m *testing.M) {
 	}
 	testenv.Main(m, func(e *testenv.Env) (func(), error) {
 		k = e.Client
+		if err := k.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
+			return nil, err
+		}
 		connector := postgres.NewConnector()
-		stop, err := e.StartManager(kit.Deps{Databases: connector}, []kit.Controller{withRecheckEvery(recheck)})
+		stop, err := e.StartManager(kit.Deps{Databases: connector, Namespace: managerNamespace}, []kit.Controller{withRecheckEvery(recheck)})
 		return func() {
 			if stop != nil {
 				stop()
@@ -65,4 +70,6 @@ func TestMain(m *testing.M) {
 const (
 	timeout = 30 * time.Second
 	poll    = 100 * time.Millisecond
+	// managerNamespace is the manager's namespace, where servers' Secrets live.
+	managerNamespace = "orderly-system"
 )

@@ -11,7 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -51,19 +54,22 @@ const (
 // Reconciler reconciles DevDatabases.
 type Reconciler struct {
 	client.Client
-	// APIReader reads the servers' admin credentials, which the cache does not hold,
-	// and the latest DevDatabase when a write loses its optimistic lock.
+	// APIReader reads the servers' admin credentials and the connection Secrets'
+	// content, which the cache does not hold, and the latest DevDatabase when a
+	// write loses its optimistic lock.
 	APIReader client.Reader
 	Recorder  kit.Recorder
 	Connector engine.Connector
 	Clock     clock.PassiveClock
+	// Namespace is the manager's namespace, the only one servers' Secrets are read from.
+	Namespace string
 }
 
 // +kubebuilder:rbac:groups=data.orderly.dev,resources=devdatabases,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=data.orderly.dev,resources=devdatabases/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=data.orderly.dev,resources=devdatabases/finalizers,verbs=update
 // +kubebuilder:rbac:groups=data.orderly.dev,resources=databaseservers,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -73,14 +79,61 @@ var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-devdatabase")),
-		Connector: deps.Databases, Clock: deps.ClockOrReal()}
+		Connector: deps.Databases, Clock: deps.ClockOrReal(), Namespace: deps.Namespace}
 	return r.SetupWithManager(ctx, mgr, deps.Options)
 }
 
-// Cache narrows the shared cache: of Secrets, only those Orderly manages.
+// Cache narrows the shared cache. Of Secrets it holds the metadata only (the
+// controller watches them metadata-only and reads their content straight from the
+// API server), of those labelled as a DevDatabase's connection Secret, trimmed to
+// what the controller reads: anyone who may create Secrets in a namespace can set
+// those labels, so neither their data nor their annotations may reach the cache.
+// The custom resources are kept without their managed fields.
 func Cache() kit.CacheRules {
-	managed := cache.ByObject{Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.ManagedBy: labels.ManagedByValue})}
-	return kit.CacheRules{&corev1.Secret{}: managed}
+	return kit.CacheRules{
+		&corev1.Secret{}:               {Label: connectionSecrets(), Transform: trimSecret},
+		&datav1alpha1.DevDatabase{}:    {Transform: cache.TransformStripManagedFields()},
+		&datav1alpha1.DatabaseServer{}: {Transform: cache.TransformStripManagedFields()},
+	}
+}
+
+// connectionSecrets selects the Secrets labelled as DevDatabases' connection Secrets.
+func connectionSecrets() k8slabels.Selector {
+	managed, _ := k8slabels.NewRequirement(labels.ManagedBy, selection.Equals, []string{labels.ManagedByValue})
+	owned, _ := k8slabels.NewRequirement(datav1alpha1.DevDatabaseLabel, selection.Exists, nil)
+	return k8slabels.NewSelector().Add(*managed, *owned)
+}
+
+// trimSecret keeps of a cached Secret (metadata, or a whole Secret should anything
+// ever read one through the cache) its identity, the two labels the controller
+// lists by and the owner references to DevDatabases: a cached entry stays under a
+// kilobyte however large the Secret someone labelled.
+func trimSecret(in any) (any, error) {
+	obj, err := meta.Accessor(in)
+	if err != nil {
+		return in, nil
+	}
+	obj.SetManagedFields(nil)
+	obj.SetAnnotations(nil)
+	obj.SetFinalizers(nil)
+	kept := map[string]string{}
+	for _, k := range []string{labels.ManagedBy, datav1alpha1.DevDatabaseLabel} {
+		if v, ok := obj.GetLabels()[k]; ok {
+			kept[k] = v
+		}
+	}
+	obj.SetLabels(kept)
+	var refs []metav1.OwnerReference
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == "DevDatabase" && ref.APIVersion == datav1alpha1.GroupVersion.String() {
+			refs = append(refs, ref)
+		}
+	}
+	obj.SetOwnerReferences(refs)
+	if sec, ok := in.(*corev1.Secret); ok {
+		sec.Data, sec.StringData = nil, nil
+	}
+	return in, nil
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -100,7 +153,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		WithOptions(opts).
 		// Annotation changes too: `kubectl annotate` makes Orderly look again now.
 		For(&datav1alpha1.DevDatabase{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&corev1.Secret{}).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
 		Watches(&datav1alpha1.DatabaseServer{}, forgetServerOnDelete{handler.EnqueueRequestsFromMapFunc(r.devDatabasesOnServer)},
 			builder.WithPredicates(serverChanged{})).
 		Complete(r)
@@ -183,8 +236,13 @@ func (r *Reconciler) converge(ctx context.Context, d *datav1alpha1.DevDatabase, 
 		}
 		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonServerNotFound, message: err.Error(), err: err}
 	}
-	if expired(d, now) {
-		return r.expire(ctx, d, &server)
+	return r.convergeOn(ctx, d, &server, now).on(&server)
+}
+
+// convergeOn is converge once the DatabaseServer is known.
+func (r *Reconciler) convergeOn(ctx context.Context, d *datav1alpha1.DevDatabase, server *datav1alpha1.DatabaseServer, now time.Time) outcome {
+	if expired(d, server.Spec.MaxTTL.Duration, now) {
+		return r.expire(ctx, d, server)
 	}
 	if !server.DeletionTimestamp.IsZero() && d.Status.Phase != datav1alpha1.PhaseReady {
 		// A server being deleted serves the DevDatabases it has until they go; it
@@ -192,14 +250,15 @@ func (r *Reconciler) converge(ctx context.Context, d *datav1alpha1.DevDatabase, 
 		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonServerDeleting,
 			message: fmt.Sprintf("DatabaseServer %s is being deleted and takes no new databases; delete this DevDatabase and create one on another server", server.Name)}
 	}
-	if out, ok := r.admit(ctx, d, &server); !ok {
+	if out, ok := r.admit(ctx, d, server); !ok {
 		return out
 	}
-	return r.ensure(ctx, d, &server)
+	return r.ensure(ctx, d, server)
 }
 
 // finalize drops (or releases) the database and role, removes the Secret and lets
-// the DevDatabase go. An unreachable server is retried with backoff and reported.
+// the DevDatabase go. An unreachable server is retried with backoff and reported;
+// the annotation data.orderly.dev/abandon lets go without the drop.
 func (r *Reconciler) finalize(ctx context.Context, d *datav1alpha1.DevDatabase) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(d, finalizer) {
 		return ctrl.Result{}, nil
@@ -217,14 +276,19 @@ func (r *Reconciler) finalize(ctx context.Context, d *datav1alpha1.DevDatabase) 
 	default:
 		if err := r.drop(ctx, d, &server); err != nil {
 			now := r.Clock.Now()
-			out := outcomeFor(err, datav1alpha1.PhaseDeleting)
+			out := outcomeFor(err, datav1alpha1.PhaseDeleting).on(&server)
 			if uerr := r.updateStatus(ctx, d, out, now); uerr != nil {
 				log.FromContext(ctx).Error(uerr, "Updating DevDatabase status while deleting")
 			}
-			if errors.Is(err, engine.ErrNotOwned) {
+			switch {
+			case errors.Is(err, engine.ErrNotOwned):
 				// Never drop what is not ours; the person deleting must act.
 				r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, ReasonNotOwned, "Delete", "%v; left in place", err)
-			} else {
+			case d.Annotations[datav1alpha1.AbandonAnnotation] == "true":
+				r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, ReasonAbandoned, "Delete",
+					"Database %s and its role on DatabaseServer %s were not dropped (%v); let go because of the annotation %s=true: remove them by hand",
+					databaseName(d), server.Name, err, datav1alpha1.AbandonAnnotation)
+			default:
 				return ctrl.Result{}, err
 			}
 		}

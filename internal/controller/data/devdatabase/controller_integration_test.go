@@ -37,18 +37,19 @@ func newNamespace(t *testing.T, lbls map[string]string) string {
 	return ns.Name
 }
 
-// newServer registers srv as a DatabaseServer, with its admin Secret.
+// newServer registers srv as a DatabaseServer, with its admin Secret in the
+// manager's namespace.
 func newServer(t *testing.T, srv *testpg.Server, mutate func(*datav1alpha1.DatabaseServerSpec)) *datav1alpha1.DatabaseServer {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t, nil)
-	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "admin"},
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: uniq("admin")},
 		StringData: map[string]string{"username": srv.Username, "password": srv.Password}}
 	g.Expect(k.Create(ctx, sec)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), sec) })
 	s := &datav1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: uniq("pg")}, Spec: datav1alpha1.DatabaseServerSpec{
 		Engine: datav1alpha1.EnginePostgres, Host: srv.Host, Port: srv.Port, SSLMode: "disable",
-		AdminCredentialsSecretRef: datav1alpha1.SecretReference{Namespace: ns, Name: "admin"},
+		AdminCredentialsSecretRef: datav1alpha1.SecretReference{Namespace: managerNamespace, Name: sec.Name},
 	}}
 	if mutate != nil {
 		mutate(&s.Spec)
@@ -434,6 +435,7 @@ func TestBadInputIsRefusedOrReported(t *testing.T) {
 	s := newServer(t, pg, func(sp *datav1alpha1.DatabaseServerSpec) {
 		sp.MaxTTL = metav1.Duration{Duration: 48 * time.Hour}
 		sp.AllowedNamespaces = &metav1.LabelSelector{MatchLabels: map[string]string{"databases": "allowed"}}
+		sp.AllowedExtensions = []string{"plpgsql", "no_such_extension"}
 	})
 	ok := newNamespace(t, map[string]string{"databases": "allowed"})
 	other := newNamespace(t, nil)

@@ -16,12 +16,27 @@ import (
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/kit"
 )
 
-// expiresAt is the creation time plus the ttl.
-func expiresAt(d *datav1alpha1.DevDatabase) time.Time {
-	return d.CreationTimestamp.Add(d.Spec.TTL.Duration)
+// lifetime is how long d's database lives: its ttl, or the server's maxTTL (none
+// when zero) when that is shorter. The maxTTL is enforced here, not only by the
+// CLI: a ttl raised past it by hand does not keep the database longer.
+func lifetime(d *datav1alpha1.DevDatabase, maxTTL time.Duration) time.Duration {
+	if maxTTL > 0 && d.Spec.TTL.Duration > maxTTL {
+		return maxTTL
+	}
+	return d.Spec.TTL.Duration
 }
+
+// expiryOf is the creation time plus the lifetime.
+func expiryOf(d *datav1alpha1.DevDatabase, maxTTL time.Duration) time.Time {
+	return d.CreationTimestamp.Add(lifetime(d, maxTTL))
+}
+
+// expiresAt is the creation time plus the ttl: the expiry when the server's maxTTL
+// does not cap it.
+func expiresAt(d *datav1alpha1.DevDatabase) time.Time { return expiryOf(d, 0) }
 
 // ttlTooLong says whether server s refuses a DevDatabase with ttl: longer than its
 // maxTTL (none when zero).
@@ -29,15 +44,15 @@ func ttlTooLong(s *datav1alpha1.DatabaseServer, ttl time.Duration) bool {
 	return s.Spec.MaxTTL.Duration > 0 && ttl > s.Spec.MaxTTL.Duration
 }
 
-func expired(d *datav1alpha1.DevDatabase, now time.Time) bool {
-	return !now.Before(expiresAt(d))
+func expired(d *datav1alpha1.DevDatabase, maxTTL time.Duration, now time.Time) bool {
+	return !now.Before(expiryOf(d, maxTTL))
 }
 
 // warnAt is when the ExpiringSoon Event is sent: an hour before expiry, or a
-// quarter of the ttl for shorter ttls.
-func warnAt(d *datav1alpha1.DevDatabase) time.Time {
-	lead := min(time.Hour, d.Spec.TTL.Duration/4)
-	return expiresAt(d).Add(-lead)
+// quarter of the lifetime for shorter ones.
+func warnAt(d *datav1alpha1.DevDatabase, maxTTL time.Duration) time.Time {
+	lead := min(time.Hour, lifetime(d, maxTTL)/4)
+	return expiryOf(d, maxTTL).Add(-lead)
 }
 
 func databaseName(d *datav1alpha1.DevDatabase) string {
@@ -52,18 +67,57 @@ func secretName(d *datav1alpha1.DevDatabase) string {
 	return d.Name
 }
 
-func engineDatabase(d *datav1alpha1.DevDatabase) engine.Database {
+// engineDatabase is d's database on server s: its role expires with it, and it is
+// touched only on the server it was created on.
+func engineDatabase(d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) engine.Database {
 	db, role := engine.Names(string(d.UID))
-	return engine.Database{Name: db, Role: role, OwnerUID: string(d.UID), Extensions: d.Spec.Extensions}
+	return engine.Database{Name: db, Role: role, OwnerUID: string(d.UID), Extensions: d.Spec.Extensions,
+		ValidUntil: expiryOf(d, s.Spec.MaxTTL.Duration), ServerID: d.Status.ServerIdentity}
 }
 
+// connect reads the server's credentials and connects. Its errors, and those of the
+// engine it returns, go through scrub before they reach status or Events.
 func (r *Reconciler) connect(ctx context.Context, s *datav1alpha1.DatabaseServer) (engine.Engine, engine.Server, error) {
-	srv, err := engine.ServerFor(ctx, r.APIReader, s)
+	srv, err := engine.ServerFor(ctx, r.APIReader, s, r.Namespace)
 	if err != nil {
-		return nil, srv, err
+		return nil, srv, scrub(err, s, srv)
 	}
 	e, err := r.Connector.Connect(ctx, string(s.Spec.Engine), srv)
-	return e, srv, err
+	return e, srv, scrub(err, s, srv)
+}
+
+// scrubbed is an error whose message is fit for a DevDatabase's status and Events,
+// which the namespace's users read: it does not name the server's admin user or
+// its Secrets, which belong to the platform team (the DatabaseServer's status has
+// the details). errors.Is sees the original.
+type scrubbed struct {
+	err error
+	msg string
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+// scrub rewrites err for a DevDatabase's eyes: credential problems become a
+// pointer to the DatabaseServer, and the admin user's name is replaced.
+func scrub(err error, s *datav1alpha1.DatabaseServer, srv engine.Server) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, engine.ErrCredentialsNotAllowed), errors.Is(err, engine.ErrCredentials):
+		return &scrubbed{err: err, msg: fmt.Sprintf("DatabaseServer %s cannot be used: its admin credentials are not available to Orderly (the DatabaseServer's status says why; its administrators can fix it)", s.Name)}
+	}
+	// The engine's messages do not quote the admin user; this catches what a server
+	// says in its own words. Names too short to mean anything would only mangle it.
+	msg := err.Error()
+	if u := srv.Username; len(u) >= 3 {
+		msg = strings.ReplaceAll(msg, u, "<admin>")
+	}
+	if ref := s.Spec.AdminCredentialsSecretRef.Name; len(ref) >= 3 {
+		msg = strings.ReplaceAll(msg, ref, "<admin Secret>")
+	}
+	return &scrubbed{err: err, msg: msg}
 }
 
 // admit checks what the server's rules allow: namespace, ttl, template, limits.
@@ -83,9 +137,29 @@ func (r *Reconciler) admit(ctx context.Context, d *datav1alpha1.DevDatabase, s *
 				message: fmt.Sprintf("DatabaseServer %s does not allow namespace %s (allowedNamespaces: %s)", s.Name, d.Namespace, selector)}, false
 		}
 	}
-	if ttlTooLong(s, d.Spec.TTL.Duration) {
+	// A database that exists lives on until creation + maxTTL (TTLCapped); one not
+	// created yet is not created for a ttl the server does not grant.
+	if ttlTooLong(s, d.Spec.TTL.Duration) && d.Status.Phase != datav1alpha1.PhaseReady {
 		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonTTLTooLong,
-			message: fmt.Sprintf("ttl %s is longer than DatabaseServer %s allows (maxTTL %s)", d.Spec.TTL.Duration, s.Name, s.Spec.MaxTTL.Duration)}, false
+			message: fmt.Sprintf("ttl %s is longer than DatabaseServer %s allows (maxTTL %s); lower spec.ttl", d.Spec.TTL.Duration, s.Name, s.Spec.MaxTTL.Duration)}, false
+	}
+	if d.Status.Phase != datav1alpha1.PhaseReady {
+		// Extensions are created as the admin: only those the platform team allows.
+		var refused []string
+		for _, e := range d.Spec.Extensions {
+			if !slices.Contains(s.Spec.AllowedExtensions, e) {
+				refused = append(refused, e)
+			}
+		}
+		if len(refused) > 0 {
+			allowed := "none"
+			if len(s.Spec.AllowedExtensions) > 0 {
+				allowed = kit.FirstN(s.Spec.AllowedExtensions, 10)
+			}
+			return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonExtensionNotAllowed,
+				message: fmt.Sprintf("DatabaseServer %s does not allow the extension(s) %s (its allowedExtensions: %s); create a DevDatabase without them, or ask its administrators",
+					s.Name, strings.Join(refused, ", "), allowed)}, false
+		}
 	}
 	if d.Spec.Template != "" && templateDatabase(s, d.Spec.Template) == "" {
 		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonTemplateNotFound,
@@ -123,7 +197,7 @@ func (r *Reconciler) withinLimits(ctx context.Context, d *datav1alpha1.DevDataba
 	live := make([]*datav1alpha1.DevDatabase, 0, len(list.Items))
 	for i := range list.Items {
 		o := &list.Items[i]
-		if o.DeletionTimestamp.IsZero() && !expired(o, now) {
+		if o.DeletionTimestamp.IsZero() && !expired(o, s.Spec.MaxTTL.Duration, now) {
 			live = append(live, o)
 		}
 	}
@@ -179,7 +253,7 @@ func (r *Reconciler) ensure(ctx context.Context, d *datav1alpha1.DevDatabase, s 
 	if err != nil {
 		return outcomeFor(err, datav1alpha1.PhasePending)
 	}
-	db := engineDatabase(d)
+	db := engineDatabase(d, s)
 	db.Template = templateDatabase(s, d.Spec.Template)
 	current, err := r.currentSecret(ctx, d)
 	if err != nil {
@@ -188,14 +262,16 @@ func (r *Reconciler) ensure(ctx context.Context, d *datav1alpha1.DevDatabase, s 
 		}
 		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretFailed, message: err.Error(), err: err}
 	}
-	if current != nil && len(current.Data[datav1alpha1.SecretKeyPassword]) > 0 {
+	// A password read back is used only in the form Orderly generates: the Secret
+	// is editable by the namespace's users, and what it says is theirs, not ours.
+	if current != nil && engine.ValidPassword(string(current.Data[datav1alpha1.SecretKeyPassword])) {
 		db.Password = string(current.Data[datav1alpha1.SecretKeyPassword])
 	} else {
 		db.Password, db.SetPassword = engine.Password(), true
 	}
 	res, err := e.Ensure(ctx, db)
 	if err != nil {
-		return outcomeFor(err, datav1alpha1.PhasePending)
+		return outcomeFor(scrub(err, s, srv), datav1alpha1.PhasePending)
 	}
 	if res.Created {
 		what := "empty"
@@ -207,29 +283,29 @@ func (r *Reconciler) ensure(ctx context.Context, d *datav1alpha1.DevDatabase, s 
 	}
 	if err := r.ensureSecret(ctx, d, current, srv, db); err != nil {
 		if errors.Is(err, errSecretConflict) {
-			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretConflict, message: err.Error()}
+			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretConflict, message: err.Error(), serverID: res.ServerID}
 		}
-		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretFailed, message: err.Error(), err: err}
+		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretFailed, message: err.Error(), err: err, serverID: res.ServerID}
 	}
 	if err := r.deleteSecrets(ctx, d, secretName(d)); err != nil {
-		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretFailed, message: err.Error(), err: err}
+		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretFailed, message: err.Error(), err: err, serverID: res.ServerID}
 	}
 	if res.Created {
 		readySeconds.Observe(r.Clock.Since(d.CreationTimestamp.Time).Seconds())
 	}
-	return outcome{phase: datav1alpha1.PhaseReady, reason: ReasonReady, reachable: true,
+	return outcome{phase: datav1alpha1.PhaseReady, reason: ReasonReady, reachable: true, serverID: res.ServerID,
 		message: fmt.Sprintf("Database %s is ready; credentials in Secret %s", db.Name, secretName(d))}
 }
 
 // drop drops or releases the database and role according to deletionPolicy.
 func (r *Reconciler) drop(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) error {
-	e, _, err := r.connect(ctx, s)
+	e, srv, err := r.connect(ctx, s)
 	if err != nil {
 		return err
 	}
 	retain := d.Spec.DeletionPolicy == datav1alpha1.DatabaseDeletionPolicyRetain
-	if err := e.Drop(ctx, engineDatabase(d), retain); err != nil {
-		return err
+	if err := e.Drop(ctx, engineDatabase(d, s), retain); err != nil {
+		return scrub(err, s, srv)
 	}
 	countDropped(s.Name)
 	return nil
@@ -238,6 +314,7 @@ func (r *Reconciler) drop(ctx context.Context, d *datav1alpha1.DevDatabase, s *d
 // expire drops the database of an expired DevDatabase and removes the Secret; the
 // DevDatabase stays, Expired, until someone deletes it or raises its ttl.
 func (r *Reconciler) expire(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) outcome {
+	maxTTL := s.Spec.MaxTTL.Duration
 	if d.Status.Phase != datav1alpha1.PhaseExpired {
 		if err := r.drop(ctx, d, s); err != nil {
 			return outcomeFor(err, d.Status.Phase)
@@ -246,12 +323,23 @@ func (r *Reconciler) expire(ctx context.Context, d *datav1alpha1.DevDatabase, s 
 		if d.Spec.DeletionPolicy == datav1alpha1.DatabaseDeletionPolicyRetain {
 			what = "retained (its role was dropped)"
 		}
-		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonExpired, "Expire", "ttl %s ran out: database %s %s", d.Spec.TTL.Duration, databaseName(d), what)
+		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonExpired, "Expire", "%s ran out: database %s %s", lifetimeText(d, s), databaseName(d), what)
 	}
 	if err := r.deleteSecrets(ctx, d, ""); err != nil {
 		return outcome{phase: d.Status.Phase, reason: ReasonSecretFailed, message: err.Error(), err: err}
 	}
+	advice := "raise spec.ttl (orderly db extend) for a new empty database, or delete this DevDatabase"
+	if ttlTooLong(s, d.Spec.TTL.Duration) {
+		advice = "delete this DevDatabase and create a new one"
+	}
 	return outcome{phase: datav1alpha1.PhaseExpired, reason: ReasonExpired, reachable: true,
-		message: fmt.Sprintf("ttl %s ran out at %s; raise spec.ttl (orderly db extend) for a new empty database, or delete this DevDatabase",
-			d.Spec.TTL.Duration, expiresAt(d).UTC().Format(time.RFC3339))}
+		message: fmt.Sprintf("%s ran out at %s; %s", lifetimeText(d, s), expiryOf(d, maxTTL).UTC().Format(time.RFC3339), advice)}
+}
+
+// lifetimeText says what ran out: the ttl, or the server's maxTTL that capped it.
+func lifetimeText(d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) string {
+	if ttlTooLong(s, d.Spec.TTL.Duration) {
+		return fmt.Sprintf("DatabaseServer %s's maxTTL %s (shorter than the ttl %s)", s.Name, s.Spec.MaxTTL.Duration, d.Spec.TTL.Duration)
+	}
+	return fmt.Sprintf("ttl %s", d.Spec.TTL.Duration)
 }

@@ -21,12 +21,13 @@ import (
 
 var errSecretConflict = errors.New("secret belongs to someone else")
 
-// currentSecret reads the DevDatabase's Secret once per reconcile: its password is
-// the role's, and a Secret that vanishes after this read must not be recreated with
-// it (the write then fails and the retry sets a new password). nil when missing.
+// currentSecret reads the DevDatabase's Secret once per reconcile, straight from the
+// API server (the cache holds Secrets' metadata only): its password is the role's,
+// and a Secret that vanishes after this read must not be recreated with it (the
+// write then fails and the retry sets a new password). nil when missing.
 func (r *Reconciler) currentSecret(ctx context.Context, d *datav1alpha1.DevDatabase) (*corev1.Secret, error) {
 	var sec corev1.Secret
-	err := r.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: secretName(d)}, &sec)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: secretName(d)}, &sec)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -43,10 +44,7 @@ func (r *Reconciler) currentSecret(ctx context.Context, d *datav1alpha1.DevDatab
 func connectionData(srv engine.Server, db engine.Database) map[string][]byte {
 	port := strconv.Itoa(int(srv.Port))
 	hostPort := net.JoinHostPort(srv.Host, port)
-	sslMode := srv.SSLMode
-	if sslMode == "" {
-		sslMode = "prefer"
-	}
+	sslMode := srv.EffectiveSSLMode()
 	uri := url.URL{Scheme: "postgresql", User: url.UserPassword(db.Role, db.Password), Host: hostPort, Path: "/" + db.Name,
 		RawQuery: url.Values{"sslmode": {sslMode}}.Encode()}
 	jdbcSSL := "prefer"
@@ -56,7 +54,7 @@ func connectionData(srv engine.Server, db engine.Database) map[string][]byte {
 	}
 	jdbc := url.URL{Scheme: "postgresql", Host: hostPort, Path: "/" + db.Name,
 		RawQuery: url.Values{"user": {db.Role}, "password": {db.Password}, "sslmode": {jdbcSSL}}.Encode()}
-	return map[string][]byte{
+	data := map[string][]byte{
 		datav1alpha1.SecretKeyHost:     []byte(srv.Host),
 		datav1alpha1.SecretKeyPort:     []byte(port),
 		datav1alpha1.SecretKeyDatabase: []byte(db.Name),
@@ -65,6 +63,11 @@ func connectionData(srv engine.Server, db engine.Database) map[string][]byte {
 		datav1alpha1.SecretKeyURI:      []byte(uri.String()),
 		datav1alpha1.SecretKeyJDBCURL:  []byte("jdbc:" + jdbc.String()),
 	}
+	// With verify-full the workloads need the CA too (sslrootcert=<mounted ca.crt>).
+	if len(srv.CACert) > 0 {
+		data[datav1alpha1.SecretKeyCACert] = srv.CACert
+	}
+	return data
 }
 
 // ensureSecret creates or corrects the connection Secret, owned by the DevDatabase.
@@ -89,7 +92,7 @@ func (r *Reconciler) ensureSecret(ctx context.Context, d *datav1alpha1.DevDataba
 	if !exists {
 		if err := r.Create(ctx, sec, client.FieldOwner(labels.FieldManager)); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				// Not in the cache, so not labelled as Orderly's: someone else's.
+				// Not there when read just now: made since, by someone else.
 				return fmt.Errorf("%w: Secret %s exists and is not this DevDatabase's; choose another spec.secretName", errSecretConflict, sec.Name)
 			}
 			return fmt.Errorf("creating Secret %s: %w", sec.Name, err)
@@ -121,7 +124,9 @@ func equalSecret(a, b *corev1.Secret) bool {
 // deleteSecrets deletes the DevDatabase's Secrets except keep (after a change of
 // spec.secretName, or all of them with keep empty).
 func (r *Reconciler) deleteSecrets(ctx context.Context, d *datav1alpha1.DevDatabase, keep string) error {
-	var list corev1.SecretList
+	// Metadata is enough to decide, and all the cache holds.
+	list := metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 	if err := r.List(ctx, &list, client.InNamespace(d.Namespace), client.MatchingLabels{datav1alpha1.DevDatabaseLabel: d.Name}); err != nil {
 		return fmt.Errorf("listing Secrets: %w", err)
 	}
@@ -130,6 +135,7 @@ func (r *Reconciler) deleteSecrets(ctx context.Context, d *datav1alpha1.DevDatab
 		if sec.Name == keep || !metav1.IsControlledBy(sec, d) {
 			continue
 		}
+		sec.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		if err := r.Delete(ctx, sec, client.Preconditions{UID: &sec.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting Secret %s: %w", sec.Name, err)
 		}

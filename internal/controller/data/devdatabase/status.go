@@ -36,6 +36,24 @@ const (
 	ReasonExpired             = "Expired"
 	ReasonExpiringSoon        = "ExpiringSoon"
 	ReasonNotExpiringSoon     = "NotExpiringSoon"
+	// ReasonCredentialsNotAllowed: the DatabaseServer names Secrets outside the
+	// manager's namespace, which Orderly does not read.
+	ReasonCredentialsNotAllowed = "CredentialsNotAllowed"
+	// ReasonExtensionNotAllowed: spec.extensions names extensions the server's
+	// allowedExtensions does not list.
+	ReasonExtensionNotAllowed = "ExtensionNotAllowed"
+	// ReasonTimeout: the server stopped a statement at its lock or statement
+	// timeout; retried.
+	ReasonTimeout = "Timeout"
+	// ReasonServerChanged: the server answering is not the one the database was
+	// created on; nothing is created or dropped there.
+	ReasonServerChanged = "ServerChanged"
+	// ReasonAbandoned (an Event only): the finalizer let go without dropping, as the
+	// annotation data.orderly.dev/abandon asked.
+	ReasonAbandoned = "Abandoned"
+	// Reasons of TTLCapped.
+	ReasonMaxTTL       = "MaxTTL"
+	ReasonWithinMaxTTL = "WithinMaxTTL"
 )
 
 // outcome is what one reconcile observed and did.
@@ -50,11 +68,31 @@ type outcome struct {
 	err error
 	// retry re-runs the reconcile after a fixed time.
 	retry time.Duration
+	// serverRead is true when the DatabaseServer was read, and maxTTL is its maxTTL.
+	serverRead bool
+	maxTTL     time.Duration
+	// serverID is the identity of the server the database is on, when Ensure
+	// reported one.
+	serverID string
+}
+
+// on records what the outcome's DatabaseServer says about the database's lifetime.
+func (o outcome) on(s *datav1alpha1.DatabaseServer) outcome {
+	o.serverRead, o.maxTTL = true, s.Spec.MaxTTL.Duration
+	return o
 }
 
 // outcomeFor maps an engine or credentials error to a condition.
 func outcomeFor(err error, phase datav1alpha1.DevDatabasePhase) outcome {
 	switch {
+	case errors.Is(err, engine.ErrCredentialsNotAllowed):
+		return outcome{phase: phase, reason: ReasonCredentialsNotAllowed, message: err.Error(), retry: recheckFailed}
+	case errors.Is(err, engine.ErrServerChanged):
+		return outcome{phase: phase, reason: ReasonServerChanged, reachable: true, retry: recheckFailed,
+			message: fmt.Sprintf("%v; Orderly creates and drops nothing there. Point the DatabaseServer back at that server, or delete this DevDatabase with the annotation %s=true to leave the database behind",
+				err, datav1alpha1.AbandonAnnotation)}
+	case errors.Is(err, engine.ErrTimeout):
+		return outcome{phase: phase, reason: ReasonTimeout, reachable: true, err: err, message: fmt.Sprintf("%v; retrying", err)}
 	case errors.Is(err, engine.ErrCredentials):
 		return outcome{phase: phase, reason: ReasonCredentialsMissing, message: err.Error(), err: err}
 	case errors.Is(err, engine.ErrUnreachable):
@@ -82,8 +120,8 @@ func (o outcome) requeueAfter(d *datav1alpha1.DevDatabase, now time.Time) time.D
 		}
 	}
 	if o.phase != datav1alpha1.PhaseExpired {
-		consider(warnAt(d))
-		consider(expiresAt(d))
+		consider(warnAt(d, o.maxTTL))
+		consider(expiryOf(d, o.maxTTL))
 	}
 	return next
 }
@@ -100,9 +138,29 @@ func computeStatus(d *datav1alpha1.DevDatabase, o outcome, now time.Time) datav1
 	if st.Phase == datav1alpha1.PhaseReady {
 		st.SecretName = secretName(d)
 	}
-	at := metav1.NewTime(expiresAt(d))
-	st.ExpiresAt = &at
+	switch {
+	case st.Phase == datav1alpha1.PhaseExpired:
+		// Nothing of Orderly's lives on any server.
+		st.ServerIdentity = ""
+	case o.serverID != "":
+		st.ServerIdentity = o.serverID
+	}
 	conds := kit.ConditionsOf(&st.Conditions, d.Generation)
+	// Without the DatabaseServer its maxTTL is unknown: what was known stands.
+	if o.serverRead || st.ExpiresAt == nil {
+		expiry := metav1.NewTime(expiryOf(d, o.maxTTL))
+		st.ExpiresAt = &expiry
+	}
+	at := *st.ExpiresAt
+	if o.serverRead {
+		if d.Spec.TTL.Duration > lifetime(d, o.maxTTL) {
+			conds.True(datav1alpha1.ConditionTTLCapped, ReasonMaxTTL,
+				fmt.Sprintf("spec.ttl %s is longer than DatabaseServer %s's maxTTL %s: the database expires at %s (creation + maxTTL)",
+					d.Spec.TTL.Duration, d.Spec.ServerRef, o.maxTTL, at.UTC().Format(time.RFC3339)))
+		} else {
+			conds.False(datav1alpha1.ConditionTTLCapped, ReasonWithinMaxTTL, "")
+		}
+	}
 	if st.Phase == datav1alpha1.PhaseReady {
 		conds.True(datav1alpha1.ConditionReady, o.reason, o.message)
 	} else {
@@ -114,7 +172,8 @@ func computeStatus(d *datav1alpha1.DevDatabase, o outcome, now time.Time) datav1
 	case o.reachable:
 		conds.True(datav1alpha1.ConditionServerReachable, ReasonServerReachable, "Orderly reached the server")
 	}
-	if st.Phase != datav1alpha1.PhaseExpired && !now.Before(warnAt(d)) {
+	// The warning's lead is that of warnAt, counted from the expiry shown.
+	if st.Phase != datav1alpha1.PhaseExpired && !now.Before(at.Add(-min(time.Hour, at.Sub(d.CreationTimestamp.Time)/4))) {
 		conds.True(datav1alpha1.ConditionExpiringSoon, ReasonExpiringSoon,
 			fmt.Sprintf("The database is dropped at %s; extend with `orderly db extend %s --by 24h`", at.UTC().Format(time.RFC3339), d.Name))
 	} else {
@@ -148,6 +207,10 @@ func (r *Reconciler) recordTransitions(d *datav1alpha1.DevDatabase, before datav
 	if meta.IsStatusConditionTrue(st.Conditions, datav1alpha1.ConditionExpiringSoon) && !meta.IsStatusConditionTrue(before.Conditions, datav1alpha1.ConditionExpiringSoon) {
 		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, ReasonExpiringSoon, "Expire",
 			"Database %s is dropped at %s; extend with `orderly db extend %s --by 24h`", st.Database, st.ExpiresAt.UTC().Format(time.RFC3339), d.Name)
+	}
+	if capped := meta.FindStatusCondition(st.Conditions, datav1alpha1.ConditionTTLCapped); capped != nil && capped.Status == metav1.ConditionTrue &&
+		!meta.IsStatusConditionTrue(before.Conditions, datav1alpha1.ConditionTTLCapped) {
+		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, ReasonMaxTTL, "Expire", "%s", capped.Message)
 	}
 	prevReady := meta.FindStatusCondition(before.Conditions, datav1alpha1.ConditionReady)
 	newReady := meta.FindStatusCondition(st.Conditions, datav1alpha1.ConditionReady)

@@ -3,12 +3,15 @@
 package devdatabase
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
@@ -27,6 +30,8 @@ var (
 	pg *testpg.Server
 	// clk is the controllers' clock: real time until a test sets it.
 	clk = &testClock{}
+	// env is the test API server.
+	env *testenv.Env
 )
 
 // testClock is the injected clock. Tests about time set it to fixed instants
@@ -69,9 +74,15 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testenv.Main(m, func(e *testenv.Env) (func(), error) {
-		k = e.Client
+		k, env = e.Client, e
+		if err := k.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
+			return nil, err
+		}
 		connector := postgres.NewConnector()
-		stop, err := e.StartManager(kit.Deps{Clock: clk, Databases: connector, Options: controller.Options{MaxConcurrentReconciles: 4}},
+		// Short enough that the tests of hung servers see reconciles end soon, long
+		// enough for every statement of the other tests on a busy machine.
+		connector.Timeouts = postgres.Timeouts{Statement: 5 * time.Second, Lock: 2 * time.Second, Grace: time.Second}
+		stop, err := e.StartManager(kit.Deps{Clock: clk, Databases: connector, Namespace: managerNamespace, Options: controller.Options{MaxConcurrentReconciles: 4}},
 			[]kit.Controller{Controller, databaseserver.Controller})
 		return func() {
 			if stop != nil {
@@ -86,4 +97,6 @@ func TestMain(m *testing.M) {
 const (
 	timeout = 30 * time.Second
 	poll    = 100 * time.Millisecond
+	// managerNamespace is the manager's namespace, where servers' Secrets live.
+	managerNamespace = "orderly-system"
 )

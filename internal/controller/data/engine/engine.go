@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"strings"
+	"time"
 )
 
 // Errors that controllers turn into conditions.
@@ -23,6 +24,13 @@ var (
 	ErrTemplateMissing = errors.New("template database does not exist")
 	// ErrExtension: an extension could not be created.
 	ErrExtension = errors.New("extension could not be created")
+	// ErrTimeout: the server stopped a statement at its lock_timeout or
+	// statement_timeout (a lock held by another session, a slow clone); retried.
+	ErrTimeout = errors.New("the server did not finish in time")
+	// ErrServerChanged: the server answering is not the one the database was created
+	// on (its DatabaseServer's host now leads elsewhere); nothing is created or
+	// dropped there.
+	ErrServerChanged = errors.New("the server is not the one the database was created on")
 )
 
 // Server is how Orderly connects to a server as its admin.
@@ -35,6 +43,21 @@ type Server struct {
 	SSLMode  string
 	Username string
 	Password string
+	// CACert holds the PEM certificates that sign the server's certificate; with it
+	// the connection is verify-full whatever SSLMode says.
+	CACert []byte
+}
+
+// EffectiveSSLMode is the sslmode connections to s use: verify-full with a CA,
+// else SSLMode, else prefer (libpq's default).
+func (s Server) EffectiveSSLMode() string {
+	switch {
+	case len(s.CACert) > 0:
+		return "verify-full"
+	case s.SSLMode != "":
+		return s.SSLMode
+	}
+	return "prefer"
 }
 
 // Database is one DevDatabase's database and role on a server.
@@ -48,14 +71,25 @@ type Database struct {
 	Password    string
 	SetPassword bool
 	// Template is a database to clone; empty for an empty database.
-	Template   string
+	Template string
+	// Extensions are created when the database is created, never afterwards.
 	Extensions []string
+	// ValidUntil is when the role's password stops working (VALID UNTIL): the
+	// database's expiry, so that the role cannot log in after it even if Orderly
+	// has not dropped it yet. Zero for no limit.
+	ValidUntil time.Time
+	// ServerID is the identity of the server the database was created on, as
+	// EnsureResult.ServerID reported it; empty when unknown. Ensure and Drop refuse
+	// (ErrServerChanged) on a server with another identity.
+	ServerID string
 }
 
 // EnsureResult says what Ensure did.
 type EnsureResult struct {
 	// Created is true when the database was created by this call.
 	Created bool
+	// ServerID is the identity of the server (empty when the admin may not read it).
+	ServerID string
 }
 
 // Info is what a server reports about itself.
@@ -63,6 +97,8 @@ type Info struct {
 	Version string
 	// OwnedDatabases counts databases marked as Orderly's.
 	OwnedDatabases int
+	// SystemIdentifier is the server's identity; empty when the admin may not read it.
+	SystemIdentifier string
 }
 
 // Engine creates and drops DevDatabases' databases and roles on one server.
@@ -94,3 +130,19 @@ func Names(uid string) (database, role string) {
 
 // Password returns a random password: 26 base32 characters, 130 bits.
 func Password() string { return rand.Text() }
+
+// ValidPassword says whether p has the form Password generates: base32 characters,
+// 26 of them (up to 64, should a later Go make rand.Text longer). A password read
+// back from a connection Secret (which namespace users may edit) is used only if it
+// does; otherwise Orderly sets a new one.
+func ValidPassword(p string) bool {
+	if len(p) < 26 || len(p) > 64 {
+		return false
+	}
+	for _, c := range p {
+		if (c < 'A' || c > 'Z') && (c < '2' || c > '7') {
+			return false
+		}
+	}
+	return true
+}

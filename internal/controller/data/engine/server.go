@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 
@@ -11,24 +12,64 @@ import (
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 )
 
-// ErrCredentials: the admin credentials Secret is missing or incomplete.
-var ErrCredentials = errors.New("admin credentials unavailable")
+var (
+	// ErrCredentials: the admin credentials (or CA) Secret is missing or incomplete.
+	ErrCredentials = errors.New("admin credentials unavailable")
+	// ErrCredentialsNotAllowed: a DatabaseServer names a Secret outside the
+	// manager's namespace. The Secret is not read: whoever may create a
+	// DatabaseServer must not be able to have Orderly read any Secret and send it to
+	// a host of their choosing.
+	ErrCredentialsNotAllowed = errors.New("secret not allowed")
+)
 
-// ServerFor reads a DatabaseServer's admin credentials (with reader, which should
-// not be a cache: Orderly does not cache Secrets it did not create).
-func ServerFor(ctx context.Context, reader client.Reader, s *datav1alpha1.DatabaseServer) (Server, error) {
-	ref := s.Spec.AdminCredentialsSecretRef
-	var sec corev1.Secret
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &sec); err != nil {
-		return Server{}, fmt.Errorf("%w: reading Secret %s/%s: %w", ErrCredentials, ref.Namespace, ref.Name, err)
+// CAKey is the key of the CA Secret that holds the PEM certificates.
+const CAKey = "ca.crt"
+
+// ServerFor reads a DatabaseServer's admin credentials, and its CA when it names
+// one, from the manager's namespace (with reader, which should not be a cache:
+// Orderly does not cache Secrets it did not create). A reference to another
+// namespace fails with ErrCredentialsNotAllowed before anything is read, as does
+// an empty managerNamespace.
+func ServerFor(ctx context.Context, reader client.Reader, s *datav1alpha1.DatabaseServer, managerNamespace string) (Server, error) {
+	sec, err := readSecret(ctx, reader, "adminCredentialsSecretRef", s.Spec.AdminCredentialsSecretRef, managerNamespace)
+	if err != nil {
+		return Server{}, err
 	}
 	user, pass := string(sec.Data["username"]), string(sec.Data["password"])
 	if user == "" || pass == "" {
-		return Server{}, fmt.Errorf("%w: Secret %s/%s needs the keys username and password", ErrCredentials, ref.Namespace, ref.Name)
+		return Server{}, fmt.Errorf("%w: Secret %s/%s needs the keys username and password", ErrCredentials, sec.Namespace, sec.Name)
 	}
 	port := s.Spec.Port
 	if port == 0 {
 		port = 5432
 	}
-	return Server{Name: s.Name, Host: s.Spec.Host, Port: port, SSLMode: string(s.Spec.SSLMode), Username: user, Password: pass}, nil
+	srv := Server{Name: s.Name, Host: s.Spec.Host, Port: port, SSLMode: string(s.Spec.SSLMode), Username: user, Password: pass}
+	if ref := s.Spec.CASecretRef; ref != nil {
+		ca, err := readSecret(ctx, reader, "caSecretRef", *ref, managerNamespace)
+		if err != nil {
+			return Server{}, err
+		}
+		srv.CACert = ca.Data[CAKey]
+		if !x509.NewCertPool().AppendCertsFromPEM(srv.CACert) {
+			return Server{}, fmt.Errorf("%w: Secret %s/%s needs the key %s with PEM certificates", ErrCredentials, ca.Namespace, ca.Name, CAKey)
+		}
+	}
+	return srv, nil
+}
+
+// readSecret reads the Secret ref (the field called field) names, from the
+// manager's namespace only.
+func readSecret(ctx context.Context, reader client.Reader, field string, ref datav1alpha1.SecretReference, managerNamespace string) (*corev1.Secret, error) {
+	if managerNamespace == "" {
+		return nil, fmt.Errorf("%w: the manager's namespace is not known, so no Secret is read", ErrCredentialsNotAllowed)
+	}
+	if ref.Namespace != "" && ref.Namespace != managerNamespace {
+		return nil, fmt.Errorf("%w: %s names namespace %s, but Orderly reads a DatabaseServer's Secrets only from its own namespace %s; put the Secret there and set namespace to %s (or leave it unset)",
+			ErrCredentialsNotAllowed, field, ref.Namespace, managerNamespace, managerNamespace)
+	}
+	var sec corev1.Secret
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: managerNamespace, Name: ref.Name}, &sec); err != nil {
+		return nil, fmt.Errorf("%w: reading Secret %s/%s (%s): %w", ErrCredentials, managerNamespace, ref.Name, field, err)
+	}
+	return &sec, nil
 }

@@ -29,7 +29,7 @@ func (r *Reconciler) applyAdmission(ctx context.Context, p *policyv1alpha1.Label
 		e.CABundle = ca
 		endpoint = &e
 	}
-	c := Compile(p, mode, endpoint)
+	c := Compile(p, mode, endpoint, r.Namespace)
 	objs := []client.Object{c.VAP, c.VAPBinding}
 	if c.MAP != nil {
 		objs = append(objs, c.MAP, c.MAPBinding)

@@ -32,6 +32,9 @@ type auditResult struct {
 	remediated  int32
 	top         []policyv1alpha1.Violation
 	byNamespace map[string]int
+	// retainedPeak is the most violations the audit held at once: at most
+	// maxTopViolations, however many it found.
+	retainedPeak int
 	// remediationErrors counts workloads whose label could not be written.
 	remediationErrors   int
 	firstRemediationErr error
@@ -67,8 +70,9 @@ func verdict(p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, w workload, nsLab
 	return out, ""
 }
 
-// namespaceFilter says which namespaces a policy applies to.
-func namespaceFilter(p *policyv1alpha1.LabelPolicy) (func(ns *corev1.Namespace) bool, error) {
+// namespaceFilter says which namespaces a policy applies to: never a protected one
+// (Protected), whatever its match says.
+func namespaceFilter(p *policyv1alpha1.LabelPolicy, managerNS string) (func(ns *corev1.Namespace) bool, error) {
 	sel := k8slabels.Everything()
 	if p.Spec.Match.NamespaceSelector != nil {
 		s, err := metav1.LabelSelectorAsSelector(p.Spec.Match.NamespaceSelector)
@@ -77,16 +81,16 @@ func namespaceFilter(p *policyv1alpha1.LabelPolicy) (func(ns *corev1.Namespace) 
 		}
 		sel = s
 	}
-	excluded := excludedNamespaces(p)
+	excluded := excludedNamespaces(p, managerNS)
 	return func(ns *corev1.Namespace) bool {
-		return !slices.Contains(excluded, ns.Name) && sel.Matches(k8slabels.Set(ns.Labels))
+		return !Protected(ns.Name, managerNS) && !slices.Contains(excluded, ns.Name) && sel.Matches(k8slabels.Set(ns.Labels))
 	}, nil
 }
 
 // audit lists every matched workload (metadata only, page by page), counts the
 // violations and, with remediate LabelOnly, labels the workloads' metadata.
 func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, re *regexp.Regexp) (*auditResult, error) {
-	inScope, err := namespaceFilter(p)
+	inScope, err := namespaceFilter(p, r.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +107,7 @@ func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, r
 		}
 	}
 	res := &auditResult{byNamespace: map[string]int{}}
-	var all []policyv1alpha1.Violation
+	top := newTopViolations()
 	for _, k := range matchKinds(p) {
 		info := kinds[k]
 		gvk := schema.GroupVersionKind{Group: info.group, Version: info.version, Kind: string(k) + "List"}
@@ -141,7 +145,7 @@ func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, r
 				}
 				res.violations++
 				res.byNamespace[item.Namespace]++
-				all = append(all, *v)
+				top.add(*v)
 			}
 			cont = list.Continue
 			if cont == "" {
@@ -149,17 +153,55 @@ func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, r
 			}
 		}
 	}
-	slices.SortFunc(all, func(a, b policyv1alpha1.Violation) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
-	})
-	if len(all) > maxTopViolations {
-		all = all[:maxTopViolations]
-	}
-	res.top = all
+	res.top, res.retainedPeak = top.sorted(), top.peak
 	if res.remediationErrors > 0 {
 		log.FromContext(ctx).Error(res.firstRemediationErr, "Labelling workloads for LabelPolicy", "labelpolicy", p.Name, "failed", res.remediationErrors)
 	}
 	return res, nil
+}
+
+// violationOrder sorts violations by namespace, kind and name, the order of
+// status.topViolations.
+func violationOrder(a, b policyv1alpha1.Violation) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+}
+
+// topViolations keeps the first maxTopViolations violations in violationOrder while an
+// audit streams through the pages of every kind, so that an audit holds those, not
+// every violation of a cluster with thousands of unlabelled workloads. They are few
+// (20): a sorted slice with a binary search is all it takes.
+type topViolations struct {
+	kept []policyv1alpha1.Violation
+	// peak is the most violations held at once, which tests check stays within
+	// maxTopViolations.
+	peak int
+}
+
+func newTopViolations() *topViolations {
+	return &topViolations{kept: make([]policyv1alpha1.Violation, 0, maxTopViolations)}
+}
+
+// add offers v; it is kept when fewer than maxTopViolations are kept or it sorts
+// before the last one, which then goes.
+func (t *topViolations) add(v policyv1alpha1.Violation) {
+	const n = maxTopViolations
+	if len(t.kept) == n && violationOrder(v, t.kept[n-1]) >= 0 {
+		return
+	}
+	if len(t.kept) == n {
+		t.kept = t.kept[:n-1]
+	}
+	i, _ := slices.BinarySearchFunc(t.kept, v, violationOrder)
+	t.kept = slices.Insert(t.kept, i, v)
+	t.peak = max(t.peak, len(t.kept))
+}
+
+// sorted returns the kept violations in violationOrder; nil when there are none.
+func (t *topViolations) sorted() []policyv1alpha1.Violation {
+	if len(t.kept) == 0 {
+		return nil
+	}
+	return slices.Clone(t.kept)
 }
 
 // labelMetadata adds one label to a workload's metadata with a merge patch that

@@ -16,9 +16,45 @@ import (
 	"orderly.dev/orderly/internal/labels"
 )
 
-// systemNamespaces are excluded from every policy, listed or not: a policy must never
-// lock the cluster's own components out.
+// systemNamespaces are excluded from every policy by name, listed or not, in the
+// bindings' namespaceSelector; every other kube-* namespace is excluded by
+// protectedCondition. A policy must never lock the cluster's own components out.
 var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+
+// protectedPrefix starts the names of the namespaces that belong to the cluster's own
+// components (kube-system, kube-public, kube-node-lease, and add-ons such as
+// kube-flannel): no policy applies there.
+const protectedPrefix = "kube-"
+
+// Protected says whether namespace ns is out of every LabelPolicy's reach, whatever the
+// policy's match says: the kube-* namespaces, and managerNS, the manager's own
+// namespace (empty when unknown), so that no policy can block the cluster's components
+// or Orderly's own Deployment, for instance a Default policy while Orderly's webhook is
+// down. The generated admission objects, the webhook and the audit all apply it.
+func Protected(ns, managerNS string) bool {
+	return strings.HasPrefix(ns, protectedPrefix) || (managerNS != "" && ns == managerNS)
+}
+
+// protectedNamespaces describes the namespaces Protected covers, for status.
+func protectedNamespaces(managerNS string) []string {
+	out := []string{protectedPrefix + "*"}
+	if managerNS != "" && !strings.HasPrefix(managerNS, protectedPrefix) {
+		out = append(out, managerNS)
+	}
+	return out
+}
+
+// protectedCondition is the matchCondition that keeps every generated policy and
+// webhook out of the protected namespaces. A namespaceSelector cannot match a name
+// prefix; CEL can. The manager's namespace is in the selector's NotIn list too, so
+// the API server skips it before evaluating any CEL.
+func protectedCondition(managerNS string) admissionv1.MatchCondition {
+	expr := fmt.Sprintf("!request.namespace.startsWith(%s)", celString(protectedPrefix))
+	if managerNS != "" {
+		expr += " && request.namespace != " + celString(managerNS)
+	}
+	return admissionv1.MatchCondition{Name: "not-protected-namespace", Expression: expr}
+}
 
 // defaultKinds are matched when spec.match.kinds is empty (the CRD defaults it too).
 var defaultKinds = []policyv1alpha1.Kind{
@@ -74,9 +110,13 @@ func matchKinds(p *policyv1alpha1.LabelPolicy) []policyv1alpha1.Kind {
 	return slices.Compact(out)
 }
 
-// excludedNamespaces returns the listed namespaces and the system namespaces, sorted.
-func excludedNamespaces(p *policyv1alpha1.LabelPolicy) []string {
+// excludedNamespaces returns the listed namespaces, the system namespaces and the
+// manager's namespace (managerNS, when known), sorted.
+func excludedNamespaces(p *policyv1alpha1.LabelPolicy, managerNS string) []string {
 	out := append(slices.Clone(systemNamespaces), p.Spec.Match.ExcludedNamespaces...)
+	if managerNS != "" {
+		out = append(out, managerNS)
+	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }
@@ -87,20 +127,22 @@ func needsMutation(p *policyv1alpha1.LabelPolicy) bool {
 }
 
 // Compile turns a LabelPolicy into admission objects for the given admission mode
-// (an AdmissionMode* constant); endpoint is used in the Webhook mode only. Pure: the
-// controller writes what it returns, and unit tests read it.
-func Compile(p *policyv1alpha1.LabelPolicy, mode string, endpoint *admission.Endpoint) Compiled {
-	c := Compiled{VAP: compileVAP(p), VAPBinding: compileVAPBinding(p)}
+// (an AdmissionMode* constant); endpoint is used in the Webhook mode only. managerNS is
+// the manager's namespace, which, like every kube-* namespace, no generated object
+// applies to (Protected). Pure: the controller writes what it returns, and unit tests
+// read it.
+func Compile(p *policyv1alpha1.LabelPolicy, mode string, endpoint *admission.Endpoint, managerNS string) Compiled {
+	c := Compiled{VAP: compileVAP(p, managerNS), VAPBinding: compileVAPBinding(p, managerNS)}
 	if !needsMutation(p) {
 		return c
 	}
 	switch mode {
 	case policyv1alpha1.AdmissionModeNative:
-		c.MAP = compileMAP(p)
-		c.MAPBinding = compileMAPBinding(p)
+		c.MAP = compileMAP(p, managerNS)
+		c.MAPBinding = compileMAPBinding(p, managerNS)
 	case policyv1alpha1.AdmissionModeWebhook:
 		if endpoint != nil {
-			c.Webhook = compileWebhook(p, endpoint)
+			c.Webhook = compileWebhook(p, endpoint, managerNS)
 		}
 	}
 	return c
@@ -147,14 +189,15 @@ func matchConstraints(p *policyv1alpha1.LabelPolicy) *admissionv1.MatchResources
 	}
 }
 
-// bindingMatch restricts a binding to the selected, not excluded namespaces.
-func bindingMatch(p *policyv1alpha1.LabelPolicy) *admissionv1.MatchResources {
+// bindingMatch restricts a binding to the selected, not excluded namespaces; the
+// manager's namespace is always excluded.
+func bindingMatch(p *policyv1alpha1.LabelPolicy, managerNS string) *admissionv1.MatchResources {
 	sel := &metav1.LabelSelector{}
 	if p.Spec.Match.NamespaceSelector != nil {
 		sel = p.Spec.Match.NamespaceSelector.DeepCopy()
 	}
 	sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
-		Key: corev1NamespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: excludedNamespaces(p),
+		Key: corev1NamespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: excludedNamespaces(p, managerNS),
 	})
 	equivalent := admissionv1.Equivalent
 	return &admissionv1.MatchResources{NamespaceSelector: sel, ObjectSelector: &metav1.LabelSelector{}, MatchPolicy: &equivalent}
@@ -167,6 +210,12 @@ const corev1NamespaceNameLabel = "kubernetes.io/metadata.name"
 var barePodsOnly = admissionv1.MatchCondition{
 	Name:       "bare-pods-only",
 	Expression: `request.kind.kind != 'Pod' || !has(object.metadata.ownerReferences) || size(object.metadata.ownerReferences) == 0`,
+}
+
+// matchConditions are the conditions of every generated policy and webhook: never in
+// a protected namespace, and only bare pods.
+func matchConditions(managerNS string) []admissionv1.MatchCondition {
+	return []admissionv1.MatchCondition{protectedCondition(managerNS), barePodsOnly}
 }
 
 // celString quotes s as a CEL string literal.
@@ -242,7 +291,7 @@ func RejectionMessage(p *policyv1alpha1.LabelPolicy, kind, ns, name, value strin
 	return fmt.Sprintf("LabelPolicy %s: %s %s/%s %s. Allowed: %s. To fix: %s", p.Name, kind, ns, name, what, allowedDescription(p), fixHint(p))
 }
 
-func compileVAP(p *policyv1alpha1.LabelPolicy) *admissionv1.ValidatingAdmissionPolicy {
+func compileVAP(p *policyv1alpha1.LabelPolicy, managerNS string) *admissionv1.ValidatingAdmissionPolicy {
 	failure := admissionv1.Fail
 	if p.Spec.Action == policyv1alpha1.ActionAudit {
 		failure = admissionv1.Ignore
@@ -258,7 +307,7 @@ func compileVAP(p *policyv1alpha1.LabelPolicy) *admissionv1.ValidatingAdmissionP
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    &failure,
 			MatchConstraints: matchConstraints(p),
-			MatchConditions:  []admissionv1.MatchCondition{barePodsOnly},
+			MatchConditions:  matchConditions(managerNS),
 			Variables: []admissionv1.Variable{
 				{Name: "value", Expression: labelOf("object", p.Spec.Label)},
 				// Updates that leave the label as it was are admitted: existing
@@ -277,7 +326,7 @@ func compileVAP(p *policyv1alpha1.LabelPolicy) *admissionv1.ValidatingAdmissionP
 	}
 }
 
-func compileVAPBinding(p *policyv1alpha1.LabelPolicy) *admissionv1.ValidatingAdmissionPolicyBinding {
+func compileVAPBinding(p *policyv1alpha1.LabelPolicy, managerNS string) *admissionv1.ValidatingAdmissionPolicyBinding {
 	actions := []admissionv1.ValidationAction{admissionv1.Deny}
 	if p.Spec.Action == policyv1alpha1.ActionAudit {
 		actions = []admissionv1.ValidationAction{admissionv1.Warn, admissionv1.Audit}
@@ -287,7 +336,7 @@ func compileVAPBinding(p *policyv1alpha1.LabelPolicy) *admissionv1.ValidatingAdm
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        objectName(p),
 			ValidationActions: actions,
-			MatchResources:    bindingMatch(p),
+			MatchResources:    bindingMatch(p, managerNS),
 		},
 	}
 }
@@ -322,7 +371,7 @@ func hasLabelAt(p *policyv1alpha1.LabelPolicy, path []string) string {
 	return strings.Join(guards, " && ")
 }
 
-func compileMAP(p *policyv1alpha1.LabelPolicy) *admissionv1.MutatingAdmissionPolicy {
+func compileMAP(p *policyv1alpha1.LabelPolicy, managerNS string) *admissionv1.MutatingAdmissionPolicy {
 	own := labelOf("object", p.Spec.Label)
 	value := own
 	if p.Spec.Action == policyv1alpha1.ActionDefault {
@@ -363,7 +412,7 @@ func compileMAP(p *policyv1alpha1.LabelPolicy) *admissionv1.MutatingAdmissionPol
 		Spec: admissionv1.MutatingAdmissionPolicySpec{
 			FailurePolicy:      &failure,
 			MatchConstraints:   matchConstraints(p),
-			MatchConditions:    []admissionv1.MatchCondition{barePodsOnly},
+			MatchConditions:    matchConditions(managerNS),
 			Variables:          []admissionv1.Variable{{Name: "value", Expression: value}},
 			Mutations:          mutations,
 			ReinvocationPolicy: admissionv1.NeverReinvocationPolicy,
@@ -371,20 +420,20 @@ func compileMAP(p *policyv1alpha1.LabelPolicy) *admissionv1.MutatingAdmissionPol
 	}
 }
 
-func compileMAPBinding(p *policyv1alpha1.LabelPolicy) *admissionv1.MutatingAdmissionPolicyBinding {
+func compileMAPBinding(p *policyv1alpha1.LabelPolicy, managerNS string) *admissionv1.MutatingAdmissionPolicyBinding {
 	return &admissionv1.MutatingAdmissionPolicyBinding{
 		ObjectMeta: objectMeta(p),
 		Spec: admissionv1.MutatingAdmissionPolicyBindingSpec{
 			PolicyName:     objectName(p),
-			MatchResources: bindingMatch(p),
+			MatchResources: bindingMatch(p, managerNS),
 		},
 	}
 }
 
 // compileWebhook is the MutatingWebhookConfiguration that sends the policy's
-// workloads to Orderly's webhook: the same rules, namespaces and bare-pods-only
-// condition as the MutatingAdmissionPolicy it stands in for.
-func compileWebhook(p *policyv1alpha1.LabelPolicy, e *admission.Endpoint) *admissionv1.MutatingWebhookConfiguration {
+// workloads to Orderly's webhook: the same rules, namespaces and match conditions as
+// the MutatingAdmissionPolicy it stands in for.
+func compileWebhook(p *policyv1alpha1.LabelPolicy, e *admission.Endpoint, managerNS string) *admissionv1.MutatingWebhookConfiguration {
 	var rules []admissionv1.RuleWithOperations
 	for _, r := range matchConstraints(p).ResourceRules {
 		rules = append(rules, r.RuleWithOperations)
@@ -406,7 +455,7 @@ func compileWebhook(p *policyv1alpha1.LabelPolicy, e *admission.Endpoint) *admis
 	if timeout <= 0 {
 		timeout = 5
 	}
-	match := bindingMatch(p)
+	match := bindingMatch(p, managerNS)
 	return &admissionv1.MutatingWebhookConfiguration{
 		ObjectMeta: objectMeta(p),
 		Webhooks: []admissionv1.MutatingWebhook{{
@@ -421,7 +470,7 @@ func compileWebhook(p *policyv1alpha1.LabelPolicy, e *admission.Endpoint) *admis
 			TimeoutSeconds:          &timeout,
 			AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy:      ptr.To(admissionv1.NeverReinvocationPolicy),
-			MatchConditions:         []admissionv1.MatchCondition{barePodsOnly},
+			MatchConditions:         matchConditions(managerNS),
 		}},
 	}
 }

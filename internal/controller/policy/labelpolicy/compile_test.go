@@ -2,10 +2,12 @@ package labelpolicy
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -47,7 +49,7 @@ func TestCompileObjects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Compile(tc.p, tc.mode, &admission.Endpoint{URL: "https://127.0.0.1:9443"})
+			c := Compile(tc.p, tc.mode, &admission.Endpoint{URL: "https://127.0.0.1:9443"}, "")
 			if wantWebhook := tc.mode == webhook; (c.Webhook != nil) != wantWebhook {
 				t.Fatalf("webhook configuration = %v, want %v", c.Webhook != nil, wantWebhook)
 			}
@@ -100,9 +102,10 @@ func TestCompileMatchesBarePodsOnlyAndExcludesSystemNamespaces(t *testing.T) {
 		p.Spec.Match.ExcludedNamespaces = []string{"ci"}
 		p.Spec.Match.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 	})
-	c := Compile(p, policyv1alpha1.AdmissionModeNative, nil)
-	if len(c.VAP.Spec.MatchConditions) != 1 || c.VAP.Spec.MatchConditions[0] != barePodsOnly {
-		t.Errorf("matchConditions = %v, want only bare pods", c.VAP.Spec.MatchConditions)
+	c := Compile(p, policyv1alpha1.AdmissionModeNative, nil, "")
+	// Bare pods only, and never in a protected namespace (TestCompileProtectsNamespaces).
+	if !slices.Equal(c.VAP.Spec.MatchConditions, []admissionv1.MatchCondition{protectedCondition(""), barePodsOnly}) {
+		t.Errorf("matchConditions = %v, want only bare pods outside the protected namespaces", c.VAP.Spec.MatchConditions)
 	}
 	var resources []string
 	for _, r := range c.VAP.Spec.MatchConstraints.ResourceRules {
@@ -136,7 +139,7 @@ func TestCompileExpressions(t *testing.T) {
 		p.Spec.PropagateToPodTemplate = true
 		p.Spec.Match.Kinds = []policyv1alpha1.Kind{policyv1alpha1.KindCronJob}
 	})
-	c := Compile(p, policyv1alpha1.AdmissionModeNative, nil)
+	c := Compile(p, policyv1alpha1.AdmissionModeNative, nil, "")
 	v := c.VAP.Spec.Validations[0]
 	for _, want := range []string{`variables.value in ["a", "q\"uote"]`, `variables.value.matches("^(?:cc-[0-9]+)$")`, "request.operation == 'UPDATE'"} {
 		if !strings.Contains(v.Expression, want) {
@@ -224,7 +227,7 @@ func TestCompileWebhook(t *testing.T) {
 		p.Spec.Match.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 	})
 	t.Run("url", func(t *testing.T) {
-		c := Compile(p, policyv1alpha1.AdmissionModeWebhook, &admission.Endpoint{URL: "https://127.0.0.1:9443/", CABundle: []byte("ca")})
+		c := Compile(p, policyv1alpha1.AdmissionModeWebhook, &admission.Endpoint{URL: "https://127.0.0.1:9443/", CABundle: []byte("ca")}, "")
 		if c.MAP != nil || c.Webhook == nil || len(c.Webhook.Webhooks) != 1 {
 			t.Fatalf("MAP %v, webhook %v", c.MAP, c.Webhook)
 		}
@@ -238,7 +241,7 @@ func TestCompileWebhook(t *testing.T) {
 		if *w.FailurePolicy != admissionv1.Ignore || *w.TimeoutSeconds != 5 || *w.SideEffects != admissionv1.SideEffectClassNone {
 			t.Errorf("defaults: failurePolicy %v, timeout %d, sideEffects %v", *w.FailurePolicy, *w.TimeoutSeconds, *w.SideEffects)
 		}
-		if len(w.MatchConditions) != 1 || w.MatchConditions[0] != barePodsOnly {
+		if !slices.Equal(w.MatchConditions, []admissionv1.MatchCondition{protectedCondition(""), barePodsOnly}) {
 			t.Errorf("matchConditions = %v", w.MatchConditions)
 		}
 		if w.NamespaceSelector.MatchLabels["team"] != "a" || len(w.Rules) != 3 {
@@ -249,7 +252,7 @@ func TestCompileWebhook(t *testing.T) {
 		c := Compile(p, policyv1alpha1.AdmissionModeWebhook, &admission.Endpoint{
 			Service:       &admissionv1.ServiceReference{Namespace: "orderly-system", Name: "orderly-webhook", Port: ptr.To(int32(443))},
 			FailurePolicy: admissionv1.Fail, TimeoutSeconds: 3,
-		})
+		}, "")
 		w := c.Webhook.Webhooks[0]
 		s := w.ClientConfig.Service
 		if w.ClientConfig.URL != nil || s == nil || s.Name != "orderly-webhook" || *s.Path != "/labelpolicy/cost" || *s.Port != 443 {
@@ -260,9 +263,87 @@ func TestCompileWebhook(t *testing.T) {
 		}
 	})
 	t.Run("deny needs no webhook", func(t *testing.T) {
-		c := Compile(testPolicy(policyv1alpha1.ActionDeny), policyv1alpha1.AdmissionModeWebhook, &admission.Endpoint{URL: "https://x"})
+		c := Compile(testPolicy(policyv1alpha1.ActionDeny), policyv1alpha1.AdmissionModeWebhook, &admission.Endpoint{URL: "https://x"}, "")
 		if c.Webhook != nil {
 			t.Error("a Deny policy got a webhook configuration")
 		}
 	})
+}
+
+func TestProtected(t *testing.T) {
+	cases := []struct {
+		ns, managerNS string
+		want          bool
+	}{
+		{"kube-system", "orderly-system", true},
+		{"kube-public", "", true},
+		{"kube-flannel", "orderly-system", true},
+		{"orderly-system", "orderly-system", true},
+		{"orderly-system", "", false},
+		{"kubeflow", "orderly-system", false},
+		{"default", "orderly-system", false},
+		{"shop", "orderly-system", false},
+	}
+	for _, tc := range cases {
+		if got := Protected(tc.ns, tc.managerNS); got != tc.want {
+			t.Errorf("Protected(%q, manager in %q) = %v, want %v", tc.ns, tc.managerNS, got, tc.want)
+		}
+	}
+}
+
+// A policy that matches every namespace still leaves the manager's namespace and the
+// kube-* namespaces alone, in every object it compiles to: it must never block the
+// cluster's components or Orderly's own Deployment.
+func TestCompileProtectsNamespaces(t *testing.T) {
+	const managerNS = "orderly-system"
+	wantCondition := admissionv1.MatchCondition{Name: "not-protected-namespace", Expression: `!request.namespace.startsWith("kube-") && request.namespace != "orderly-system"`}
+	for _, mode := range []string{policyv1alpha1.AdmissionModeNative, policyv1alpha1.AdmissionModeWebhook} {
+		t.Run(mode, func(t *testing.T) {
+			p := testPolicy(policyv1alpha1.ActionDefault, func(p *policyv1alpha1.LabelPolicy) {
+				p.Spec.Match.ExcludedNamespaces = nil
+				p.Spec.Match.NamespaceSelector = nil
+			})
+			c := Compile(p, mode, &admission.Endpoint{URL: "https://127.0.0.1:9443"}, managerNS)
+			type matched struct {
+				what       string
+				selector   *metav1.LabelSelector
+				conditions []admissionv1.MatchCondition
+			}
+			all := []matched{{"ValidatingAdmissionPolicyBinding", c.VAPBinding.Spec.MatchResources.NamespaceSelector, c.VAP.Spec.MatchConditions}}
+			switch mode {
+			case policyv1alpha1.AdmissionModeNative:
+				all = append(all, matched{"MutatingAdmissionPolicyBinding", c.MAPBinding.Spec.MatchResources.NamespaceSelector, c.MAP.Spec.MatchConditions})
+			case policyv1alpha1.AdmissionModeWebhook:
+				all = append(all, matched{"MutatingWebhookConfiguration", c.Webhook.Webhooks[0].NamespaceSelector, c.Webhook.Webhooks[0].MatchConditions})
+			}
+			for _, m := range all {
+				if !slices.Contains(m.conditions, wantCondition) {
+					t.Errorf("%s: matchConditions %v lack %v", m.what, m.conditions, wantCondition)
+				}
+				if !slices.Contains(m.conditions, barePodsOnly) {
+					t.Errorf("%s: matchConditions %v lack %v", m.what, m.conditions, barePodsOnly)
+				}
+				want := metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn,
+					Values: []string{"kube-node-lease", "kube-public", "kube-system", managerNS}}
+				if !slices.ContainsFunc(m.selector.MatchExpressions, func(r metav1.LabelSelectorRequirement) bool {
+					return r.Key == want.Key && r.Operator == want.Operator && slices.Equal(r.Values, want.Values)
+				}) {
+					t.Errorf("%s: namespaceSelector %v lacks %v", m.what, m.selector, want)
+				}
+			}
+		})
+	}
+}
+
+func TestNamespaceFilterSkipsProtectedNamespaces(t *testing.T) {
+	p := testPolicy(policyv1alpha1.ActionAudit, func(p *policyv1alpha1.LabelPolicy) { p.Spec.Match.ExcludedNamespaces = []string{"ci"} })
+	inScope, err := namespaceFilter(p, "orderly-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ns, want := range map[string]bool{"shop": true, "kubeflow": true, "ci": false, "kube-system": false, "kube-flannel": false, "orderly-system": false} {
+		if got := inScope(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); got != want {
+			t.Errorf("namespace %s in scope = %v, want %v", ns, got, want)
+		}
+	}
 }

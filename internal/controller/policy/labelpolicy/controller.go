@@ -53,8 +53,13 @@ type Reconciler struct {
 	// MutatingAdmissionPolicy at start-up, and how it reaches Orderly's webhook.
 	Admission admission.Config
 	// DiscoveryInterval is how often the API server is asked again whether it serves
-	// MutatingAdmissionPolicy; DefaultDiscoveryInterval when zero.
+	// MutatingAdmissionPolicy, and the webhook's CA is compared with the one the
+	// configurations carry; DefaultDiscoveryInterval when zero.
 	DiscoveryInterval time.Duration
+	// Namespace is the manager's own namespace (kit.Deps.Namespace): like every kube-*
+	// namespace, no policy applies there (Protected). Empty when unknown: then only the
+	// kube-* namespaces are protected.
+	Namespace string
 
 	// mapServed is whether the API server serves MutatingAdmissionPolicy at
 	// admissionregistration.k8s.io/v1: Admission.MAPServed at start-up, then what
@@ -105,6 +110,7 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 		Recorder:  kit.NewRecorder(mgr.GetEventRecorder("orderly-labelpolicy")),
 		Clock:     deps.ClockOrReal(),
 		Admission: deps.Admission,
+		Namespace: deps.Namespace,
 	}
 }
 
@@ -162,7 +168,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 	if interval <= 0 {
 		interval = DefaultDiscoveryInterval
 	}
-	return mgr.Add(&discoveryWatcher{r: r, cfg: mgr.GetConfig(), interval: interval, events: events})
+	return mgr.Add(newDiscoveryWatcher(r, mgr.GetConfig(), interval, events))
 }
 
 func (r *Reconciler) now() time.Time {
@@ -195,7 +201,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !p.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	obs := observation{mode: r.admissionMode()}
+	obs := observation{mode: r.admissionMode(), managerNamespace: r.Namespace}
 	re, err := CompilePattern(&p)
 	if err != nil {
 		// The CRD refuses invalid patterns; this catches what CEL's regex dialect

@@ -1,6 +1,7 @@
 package labelpolicy
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 )
 
 // DefaultDiscoveryInterval is how often the API server is asked again whether it
-// serves MutatingAdmissionPolicy.
+// serves MutatingAdmissionPolicy, and the webhook's CA certificate compared with the
+// last one seen.
 const DefaultDiscoveryInterval = time.Minute
 
 // admissionMode is how a policy that needs mutating is enforced right now.
@@ -62,13 +64,27 @@ func (r *Reconciler) watchMutatingPolicies() error {
 
 // discoveryWatcher asks the API server again and again whether it serves
 // MutatingAdmissionPolicy, so that an upgrade of the API server moves the policies to
-// native admission without a restart of the manager.
+// native admission without a restart of the manager. It also compares the webhook's
+// CA certificate with the one it saw last: when another replica re-issued it (or
+// cert-manager renewed it), every policy is reconciled at once, so the webhook
+// configurations' caBundle follows within a DiscoveryInterval rather than at the next
+// audit.
 type discoveryWatcher struct {
-	r        *Reconciler
-	cfg      *rest.Config
+	r *Reconciler
+	// serves asks the API server's discovery.
+	serves   func() (bool, error)
 	interval time.Duration
-	// events wakes the controller for every policy when the answer changes.
+	// events wakes the controller for every policy when an answer changes.
 	events chan event.GenericEvent
+	// ca is the CA certificate seen at the last check.
+	ca []byte
+}
+
+func newDiscoveryWatcher(r *Reconciler, cfg *rest.Config, interval time.Duration, events chan event.GenericEvent) *discoveryWatcher {
+	d := &discoveryWatcher{r: r, interval: interval, events: events,
+		serves: func() (bool, error) { return admission.ServesMutatingAdmissionPolicy(cfg) }}
+	d.ca = d.currentCA()
+	return d
 }
 
 // NeedLeaderElection: only the leader reconciles, so only it needs to know.
@@ -83,33 +99,63 @@ func (d *discoveryWatcher) Start(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		served, err := admission.ServesMutatingAdmissionPolicy(d.cfg)
-		if err != nil {
-			log.FromContext(ctx).Error(err, "Asking the API server whether it serves MutatingAdmissionPolicy")
-			continue
+		if !d.check(ctx) {
+			return nil
 		}
-		if served == d.r.mapServed.Load() {
-			continue
-		}
+	}
+}
+
+// currentCA is the webhook's CA certificate now; nil without a webhook or while it
+// cannot be read (the reconcile reports that).
+func (d *discoveryWatcher) currentCA() []byte {
+	if d.r.Admission.CABundle == nil {
+		return nil
+	}
+	ca, err := d.r.Admission.CABundle()
+	if err != nil {
+		return nil
+	}
+	return ca
+}
+
+// check asks both questions once and wakes every policy when an answer changed. It
+// returns false when ctx ended.
+func (d *discoveryWatcher) check(ctx context.Context) bool {
+	changed := false
+	if ca := d.currentCA(); ca != nil && !bytes.Equal(ca, d.ca) {
+		log.FromContext(ctx).Info("The webhook's CA certificate changed; updating every LabelPolicy's webhook configuration")
+		d.ca = ca
+		changed = true
+	}
+	served, err := d.serves()
+	switch {
+	case err != nil:
+		log.FromContext(ctx).Error(err, "Asking the API server whether it serves MutatingAdmissionPolicy")
+	case served != d.r.mapServed.Load():
 		log.FromContext(ctx).Info("MutatingAdmissionPolicy availability changed; re-enforcing every LabelPolicy", "served", served)
 		if served {
 			if err := d.r.watchMutatingPolicies(); err != nil {
 				log.FromContext(ctx).Error(err, "Watching MutatingAdmissionPolicies")
-				continue
+				break
 			}
 		}
 		d.r.mapServed.Store(served)
-		var list policyv1alpha1.LabelPolicyList
-		if err := d.r.List(ctx, &list); err != nil {
-			log.FromContext(ctx).Error(err, "Listing LabelPolicies")
-			continue
-		}
-		for i := range list.Items {
-			select {
-			case d.events <- event.GenericEvent{Object: &list.Items[i]}:
-			case <-ctx.Done():
-				return nil
-			}
+		changed = true
+	}
+	if !changed {
+		return true
+	}
+	var list policyv1alpha1.LabelPolicyList
+	if err := d.r.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "Listing LabelPolicies")
+		return true
+	}
+	for i := range list.Items {
+		select {
+		case d.events <- event.GenericEvent{Object: &list.Items[i]}:
+		case <-ctx.Done():
+			return false
 		}
 	}
+	return true
 }

@@ -36,9 +36,11 @@ const (
 // observation is what one reconcile saw.
 type observation struct {
 	// mode is how a policy that needs mutating is enforced (AdmissionMode*).
-	mode         string
-	invalidSpec  string
-	admissionErr error
+	mode string
+	// managerNamespace is the manager's namespace, out of every policy's reach.
+	managerNamespace string
+	invalidSpec      string
+	admissionErr     error
 	// audit is nil when no audit ran in this reconcile.
 	audit     *auditResult
 	auditTime time.Time
@@ -49,6 +51,7 @@ type observation struct {
 func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha1.LabelPolicyStatus {
 	st := *p.Status.DeepCopy()
 	st.ObservedGeneration = p.Generation
+	st.ProtectedNamespaces = protectedNamespaces(obs.managerNamespace)
 	conds := kit.ConditionsOf(&st.Conditions, p.Generation)
 	if obs.invalidSpec != "" {
 		conds.False(policyv1alpha1.ConditionAdmissionReady, ReasonInvalidSpec, obs.invalidSpec)
@@ -78,7 +81,7 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 	if obs.admissionErr != nil {
 		conds.False(policyv1alpha1.ConditionAdmissionReady, ReasonApplyFailed, obs.admissionErr.Error())
 	} else {
-		c := Compile(p, obs.mode, &admission.Endpoint{})
+		c := Compile(p, obs.mode, &admission.Endpoint{}, obs.managerNamespace)
 		what := "The ValidatingAdmissionPolicy"
 		switch {
 		case c.MAP != nil:
@@ -86,7 +89,8 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 		case c.Webhook != nil:
 			what += ", MutatingWebhookConfiguration"
 		}
-		conds.True(policyv1alpha1.ConditionAdmissionReady, ReasonApplied, what+" and bindings "+objectName(p)+" are as compiled")
+		conds.True(policyv1alpha1.ConditionAdmissionReady, ReasonApplied, what+" and bindings "+objectName(p)+
+			" are as compiled; they never apply in namespaces "+strings.Join(st.ProtectedNamespaces, ", ")+", whatever spec.match says")
 	}
 
 	if res := obs.audit; res != nil {

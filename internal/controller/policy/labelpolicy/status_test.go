@@ -2,6 +2,8 @@ package labelpolicy
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,5 +72,19 @@ func TestComputeStatusInvalidSpec(t *testing.T) {
 	c := meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionReady)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonInvalidSpec {
 		t.Errorf("Ready = %+v", c)
+	}
+}
+
+// Status says which namespaces the policy never applies to, whatever its match says.
+func TestComputeStatusReportsProtectedNamespaces(t *testing.T) {
+	for managerNS, want := range map[string][]string{"orderly-system": {"kube-*", "orderly-system"}, "": {"kube-*"}, "kube-orderly": {"kube-*"}} {
+		st := computeStatus(testPolicy(policyv1alpha1.ActionDeny), observation{mode: policyv1alpha1.AdmissionModeNative, managerNamespace: managerNS})
+		if !slices.Equal(st.ProtectedNamespaces, want) {
+			t.Errorf("manager in %q: protectedNamespaces = %v, want %v", managerNS, st.ProtectedNamespaces, want)
+		}
+		c := meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionAdmissionReady)
+		if c == nil || !strings.Contains(c.Message, "never apply in namespaces "+strings.Join(want, ", ")) {
+			t.Errorf("manager in %q: AdmissionReady = %+v", managerNS, c)
+		}
 	}
 }

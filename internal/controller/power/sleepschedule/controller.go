@@ -7,7 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,15 +18,11 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
 	"orderly.dev/orderly/internal/kit"
@@ -51,9 +47,15 @@ type Reconciler struct {
 	Recorder  kit.Recorder
 	// Clock is the time the schedule is evaluated at; the wall clock when nil.
 	Clock clock.PassiveClock
-	// Writers is how many workload writes one reconcile makes at once (default 16);
-	// the process-wide client rate limiter bounds them together.
+	// ManagerNamespace is the namespace Orderly runs in, which never sleeps (nor do
+	// kube-* namespaces), whatever a schedule selects.
+	ManagerNamespace string
+	// Writers is how many workload writes the controller makes at once, all its
+	// reconciles together; DefaultWriters when zero.
 	Writers int
+
+	poolOnce sync.Once
+	writes   *writePool
 }
 
 // +kubebuilder:rbac:groups=power.orderly.dev,resources=sleepschedules,verbs=get;list;watch;update;patch
@@ -65,8 +67,16 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// Workers is how many SleepSchedules are reconciled at once unless
+// --max-concurrent-reconciles says otherwise. A reconcile spends its time waiting on
+// workload writes, which the controller's write pool (Writers) bounds for all
+// reconciles together; 8 keep that pool busy when a transition spreads over many
+// small schedules (each reconcile's writes queue in the pool while the next
+// schedules are observed).
+const Workers = 8
+
 // Controller is the SleepSchedule controller as the manager runs it.
-var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
+var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup, Workers: Workers}
 
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
@@ -76,21 +86,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 // newReconciler is the reconciler Setup registers; tests change it before registering.
 func newReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 	return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-sleepschedule")),
-		Clock: deps.ClockOrReal(), Writers: 4 * max(deps.Options.MaxConcurrentReconciles, 1)}
+		Clock: deps.ClockOrReal(), ManagerNamespace: deps.Namespace, Writers: DefaultWriters}
 }
 
-// Cache narrows the manager's cache to what this controller needs. Workloads are
-// cached in full (a new one in a sleeping namespace must be seen), without their
-// managed fields, which this controller never reads.
-func Cache() kit.CacheRules {
-	strip := cache.ByObject{Transform: cache.TransformStripManagedFields()}
-	return kit.CacheRules{
-		&appsv1.Deployment{}:                     strip,
-		&appsv1.StatefulSet{}:                    strip,
-		&batchv1.CronJob{}:                       strip,
-		&autoscalingv2.HorizontalPodAutoscaler{}: strip,
-		&powerv1alpha1.SleepSchedule{}:           strip,
-	}
+func (r *Reconciler) pool() *writePool {
+	r.poolOnce.Do(func() {
+		n := r.Writers
+		if n <= 0 {
+			n = DefaultWriters
+		}
+		r.writes = newWritePool(n)
+	})
+	return r.writes
 }
 
 func (r *Reconciler) apiReader() client.Reader {
@@ -107,37 +114,26 @@ func (r *Reconciler) clock() clock.PassiveClock {
 	return r.Clock
 }
 
-// SetupWithManager registers the controller with mgr.
-func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	all := handler.EnqueueRequestsFromMapFunc(r.allSchedules)
+// SetupWithManager registers the controller with mgr. Every event is mapped to the
+// schedules it concerns (see watches.go), never to all of them.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := indexes(ctx, mgr); err != nil {
+		return err
+	}
+	workloads := delayed{r.forWorkload}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(opts).
 		// An annotation change reconciles too: `kubectl annotate` forces a reconcile.
 		For(&powerv1alpha1.SleepSchedule{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// Another schedule's selection decides who owns a shared namespace.
-		Watches(&powerv1alpha1.SleepSchedule{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Namespace{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Watches(&appsv1.Deployment{}, all, builder.WithPredicates(workloadChanged())).
-		Watches(&appsv1.StatefulSet{}, all, builder.WithPredicates(workloadChanged())).
-		Watches(&batchv1.CronJob{}, all).
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&powerv1alpha1.SleepSchedule{}, handler.EnqueueRequestsFromMapFunc(r.forOtherSchedules), builder.WithPredicates(selectionChanged())).
+		Watches(&corev1.Namespace{}, delayed{r.forNamespace}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&appsv1.Deployment{}, workloads, builder.WithPredicates(workloadChanged())).
+		Watches(&appsv1.StatefulSet{}, workloads, builder.WithPredicates(workloadChanged())).
+		Watches(&batchv1.CronJob{}, workloads, builder.WithPredicates(workloadChanged())).
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, workloads, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
-}
-
-// allSchedules maps any event to every SleepSchedule: there are few of them, and
-// each decides from the cache whether the object concerns it.
-func (r *Reconciler) allSchedules(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list powerv1alpha1.SleepScheduleList
-	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		log.FromContext(ctx).Error(err, "Listing SleepSchedules")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: list.Items[i].Name}})
-	}
-	return reqs
 }
 
 // Reconcile puts the workloads of one SleepSchedule to sleep or wakes them, as the
@@ -178,7 +174,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	sel, err := r.selectNamespaces(ctx, &s)
 	if err == nil {
-		obs.namespaces, obs.conflicts = sel.owned, sel.conflicts
+		obs.namespaces, obs.conflicts, obs.excluded = sel.owned, sel.conflicts, sel.excluded
 		err = r.observeWorkloads(ctx, &s, obs)
 	}
 	if err != nil {
@@ -223,6 +219,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *powerv1alpha1.SleepSchedul
 		return err
 	}
 	r.apply(ctx, s, obs)
+	r.emitWriteEvents(s, obs)
 	if obs.failures > 0 {
 		return fmt.Errorf("waking workloads before deletion: %w", obs.firstErr)
 	}
@@ -234,28 +231,4 @@ func (r *Reconciler) finalize(ctx context.Context, s *powerv1alpha1.SleepSchedul
 	}
 	series.Forget(client.ObjectKeyFromObject(s))
 	return nil
-}
-
-// workloadChanged passes creates, deletes, and the updates a schedule acts on: a new
-// spec (generation), changed labels or annotations, or a workload becoming ready or
-// unready. A Deployment's status changes with every pod it starts or stops; reacting
-// to each of those would rescan every workload thousands of times during a transition.
-func workloadChanged() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld, e.ObjectNew
-		if o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels()) || !maps.Equal(o.GetAnnotations(), n.GetAnnotations()) {
-			return true
-		}
-		return workloadReady(o) != workloadReady(n)
-	}}
-}
-
-func workloadReady(obj client.Object) bool {
-	switch w := obj.(type) {
-	case *appsv1.Deployment:
-		return deploymentReady(w)
-	case *appsv1.StatefulSet:
-		return statefulSetReady(w)
-	}
-	return true
 }

@@ -23,6 +23,22 @@ type namespaceConflict struct {
 type selection struct {
 	owned     []string
 	conflicts []namespaceConflict
+	// excluded are selected namespaces that never sleep, whatever the selection says.
+	excluded []powerv1alpha1.ExcludedNamespace
+}
+
+// excludedReason says why Orderly never puts the namespace ns to sleep, or "" when it
+// may: Kubernetes' own namespaces (CoreDNS and the like must run for anything to
+// wake), and the manager's own (asleep, nothing would be left to wake the others).
+// No selection overrides it: a `namespaceSelector: {}` selects every namespace.
+func excludedReason(ns, managerNamespace string) string {
+	switch {
+	case strings.HasPrefix(ns, "kube-"):
+		return powerv1alpha1.ExcludedSystemNamespace
+	case managerNamespace != "" && ns == managerNamespace:
+		return powerv1alpha1.ExcludedManagerNamespace
+	}
+	return ""
 }
 
 // selects reports whether s selects the namespace ns.
@@ -59,47 +75,44 @@ func checkSelectors(spec *powerv1alpha1.SleepScheduleSpec) error {
 	return nil
 }
 
-// selectNamespaces returns the namespaces s manages, and those it selects but leaves
-// to an older schedule.
+// selectNamespaces returns the namespaces s manages, those it selects but leaves to
+// an older schedule, and those that never sleep.
 func (r *Reconciler) selectNamespaces(ctx context.Context, s *powerv1alpha1.SleepSchedule) (selection, error) {
 	var out selection
 	mine, err := selectorOf(s)
 	if err != nil {
 		return out, fmt.Errorf("namespaceSelector: %w", err)
 	}
-	var schedules powerv1alpha1.SleepScheduleList
-	if err := r.List(ctx, &schedules, client.UnsafeDisableDeepCopy); err != nil {
-		return out, fmt.Errorf("listing SleepSchedules: %w", err)
-	}
-	type other struct {
-		s   *powerv1alpha1.SleepSchedule
-		sel k8slabels.Selector
-	}
-	var older []other
-	for i := range schedules.Items {
-		o := &schedules.Items[i]
-		if o.Name == s.Name || !o.DeletionTimestamp.IsZero() || !olderThan(o, s) {
-			continue
-		}
-		sel, err := selectorOf(o)
-		if err != nil {
-			continue
-		}
-		older = append(older, other{o, sel})
-	}
 	var namespaces corev1.NamespaceList
 	if err := r.List(ctx, &namespaces, client.UnsafeDisableDeepCopy); err != nil {
 		return out, fmt.Errorf("listing namespaces: %w", err)
+	}
+	bySel, err := r.selectorSchedules(ctx)
+	if err != nil {
+		return out, err
 	}
 	for i := range namespaces.Items {
 		ns := &namespaces.Items[i]
 		if !selects(s, mine, ns) {
 			continue
 		}
+		if reason := excludedReason(ns.Name, r.ManagerNamespace); reason != "" {
+			out.excluded = append(out.excluded, powerv1alpha1.ExcludedNamespace{Name: ns.Name, Reason: reason})
+			continue
+		}
+		// Only the schedules that select this namespace can own it: found through
+		// the index rather than by testing every schedule against every namespace.
+		others, err := r.selecting(ctx, bySel, ns.Name, ns.Labels)
+		if err != nil {
+			return out, err
+		}
 		var owner *powerv1alpha1.SleepSchedule
-		for _, o := range older {
-			if selects(o.s, o.sel, ns) && (owner == nil || olderThan(o.s, owner)) {
-				owner = o.s
+		for _, o := range others {
+			if o.Name == s.Name || !o.DeletionTimestamp.IsZero() || !olderThan(o, s) {
+				continue
+			}
+			if owner == nil || olderThan(o, owner) {
+				owner = o
 			}
 		}
 		if owner != nil {
@@ -109,5 +122,6 @@ func (r *Reconciler) selectNamespaces(ctx context.Context, s *powerv1alpha1.Slee
 		out.owned = append(out.owned, ns.Name)
 	}
 	slices.Sort(out.owned)
+	slices.SortFunc(out.excluded, func(a, b powerv1alpha1.ExcludedNamespace) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
 }

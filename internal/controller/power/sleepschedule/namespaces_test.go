@@ -61,3 +61,23 @@ func TestCheckSelectors(t *testing.T) {
 		})
 	}
 }
+
+func TestExcludedReason(t *testing.T) {
+	tests := []struct {
+		ns, manager, want string
+	}{
+		{"kube-system", "orderly-system", powerv1alpha1.ExcludedSystemNamespace},
+		{"kube-public", "", powerv1alpha1.ExcludedSystemNamespace},
+		{"kube-node-lease", "orderly-system", powerv1alpha1.ExcludedSystemNamespace},
+		{"orderly-system", "orderly-system", powerv1alpha1.ExcludedManagerNamespace},
+		{"ops", "ops", powerv1alpha1.ExcludedManagerNamespace},
+		{"payments-dev", "orderly-system", ""},
+		{"kubeflow", "orderly-system", ""}, // not kube-*
+		{"default", "", ""},
+	}
+	for _, tt := range tests {
+		if got := excludedReason(tt.ns, tt.manager); got != tt.want {
+			t.Errorf("excludedReason(%q, %q) = %q, want %q", tt.ns, tt.manager, got, tt.want)
+		}
+	}
+}

@@ -29,6 +29,9 @@ const (
 	ReasonAllReady          = "AllReady"
 	ReasonNotReady          = "WorkloadsNotReady"
 	ReasonLeftAlone         = "LeftAlone"
+	// ReasonInvalidRecord is the Warning Event of workloads released without being
+	// restored, because their sleep record cannot be restored.
+	ReasonInvalidRecord = "InvalidRecord"
 )
 
 const (
@@ -51,6 +54,7 @@ type observation struct {
 
 	namespaces    []string
 	conflicts     []namespaceConflict
+	excluded      []powerv1alpha1.ExcludedNamespace
 	workloads     []*workload
 	pinnedHPAs    []*autoscalingv2.HorizontalPodAutoscaler
 	sleepReplicas int32
@@ -59,6 +63,8 @@ type observation struct {
 	failures, conflicted              int
 	firstErr                          error
 	failedNames                       []string
+	// badRecords names what was released without being restored, and why.
+	badRecords []string
 }
 
 func (o *observation) recordWrite(w *workload, err error) {
@@ -78,21 +84,28 @@ func (o *observation) recordWrite(w *workload, err error) {
 		o.woken++
 	case w.act == actRelease:
 		o.released++
+		if w.badRecord != nil {
+			o.badRecords = append(o.badRecords, fmt.Sprintf("%s (%v)", w.id(), w.badRecord))
+		}
 	case w.act == actLeftAlone:
 		o.leftAlone++
 	}
 }
 
-func (o *observation) recordHPAWrite(err error) {
+func (o *observation) recordHPAWrite(h *hpaWrite, err error) {
 	switch {
 	case err == nil:
+		if h.bad != nil {
+			o.badRecords = append(o.badRecords, fmt.Sprintf("%s (%v)", h.id(), h.bad))
+		}
 	case isConflict(err):
 		o.conflicted++
 	default:
 		o.failures++
 		if o.firstErr == nil {
-			o.firstErr = fmt.Errorf("HorizontalPodAutoscaler: %w", err)
+			o.firstErr = fmt.Errorf("%s: %w", h.id(), err)
 		}
+		o.failedNames = append(o.failedNames, h.id())
 	}
 }
 
@@ -120,10 +133,14 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		st.NextTransition = &metav1.Time{Time: obs.next.UTC().Truncate(time.Second)}
 	}
 	st.Namespaces = int32(len(obs.namespaces))
+	st.ExcludedNamespaces = nil
+	if len(obs.excluded) > 0 {
+		st.ExcludedNamespaces = obs.excluded[:min(len(obs.excluded), namesLimit)]
+	}
 
 	var workloads, sleeping, ready, wouldSleep int32
 	var notReady, leftAlone []string
-	saved := corev1.ResourceList{}
+	var saved requestSum
 	for _, w := range obs.workloads {
 		if w.targeted {
 			workloads++
@@ -134,10 +151,13 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		switch {
 		case w.asleepNow(s.Name):
 			sleeping++
-			addResources(saved, w.savedRequests(obs.sleepReplicas))
+			saved.add(w.podRequests, w.savedPods(obs.sleepReplicas))
 		case w.asleepBy == s.Name && (w.act == actLeftAlone || w.act == actNone && (w.leftAlone || w.changedByOwner())):
 			leftAlone = append(leftAlone, w.id())
-		case w.targeted && w.kind != powerv1alpha1.KindCronJob && w.act != actWake && w.asleepBy == "":
+		case w.targeted && w.kind != powerv1alpha1.KindCronJob && w.act == actWake:
+			// Just woken: its pods are only starting.
+			notReady = append(notReady, w.id())
+		case w.targeted && w.kind != powerv1alpha1.KindCronJob && w.asleepBy == "":
 			if w.ready {
 				ready++
 			} else {
@@ -151,10 +171,7 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 	if s.Spec.DryRun {
 		st.WouldSleep = wouldSleep
 	}
-	st.SavedRequests = nil
-	if len(saved) > 0 {
-		st.SavedRequests = saved
-	}
+	st.SavedRequests = saved.list()
 	st.ReadyWorkloads, st.NotReady = 0, nil
 	if obs.state == powerv1alpha1.StateAwake {
 		st.ReadyWorkloads, st.NotReady = ready, kit.Bounded(notReady, namesLimit)
@@ -227,6 +244,9 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 			reason = ReasonAsleep
 		}
 		msg := fmt.Sprintf("%s %s: %d of %d workloads asleep in %d namespaces", obs.state, until, sleeping, workloads, len(obs.namespaces))
+		if len(obs.excluded) > 0 {
+			msg += fmt.Sprintf("; %d selected namespace(s) never sleep (see status.excludedNamespaces)", len(obs.excluded))
+		}
 		if len(leftAlone) > 0 {
 			msg += fmt.Sprintf("; %d changed by their owner and left alone", len(leftAlone))
 		}
@@ -279,6 +299,21 @@ func (r *Reconciler) emitEvents(s *powerv1alpha1.SleepSchedule, obs *observation
 		}
 		return
 	}
+	r.emitWriteEvents(s, obs)
+	had := meta.IsStatusConditionTrue(s.Status.Conditions, powerv1alpha1.ConditionNamespaceConflict)
+	if len(obs.conflicts) > 0 && !had {
+		c := obs.conflicts[0]
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonNamespaceConflict, "Select",
+			"%d selected namespace(s) are left to an older SleepSchedule, e.g. %s owned by %s", len(obs.conflicts), c.namespace, c.owner)
+	}
+	if s.Spec.DryRun && s.Status.State != obs.state {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonDryRun, "DryRun", "Dry run: the schedule is now %s; nothing was changed", obs.state)
+	}
+}
+
+// emitWriteEvents reports what this reconcile's workload writes did, also when the
+// schedule is being deleted.
+func (r *Reconciler) emitWriteEvents(s *powerv1alpha1.SleepSchedule, obs *observation) {
 	if obs.slept > 0 {
 		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "Slept", "Sleep", "Put %d workload(s) to sleep (%s)", obs.slept, sampleNames(obs, actSleep))
 	}
@@ -293,22 +328,18 @@ func (r *Reconciler) emitEvents(s *powerv1alpha1.SleepSchedule, obs *observation
 		case w.act == actLeftAlone:
 			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonLeftAlone, "Sleep",
 				"%s was changed by someone else while asleep (now %s); Orderly leaves it alone and will not restore it on waking", w.id(), w.describeValue())
-		case w.act == actRelease && !w.leftAlone && w.record != nil:
+		case w.act == actRelease && !w.leftAlone && w.record != nil && w.badRecord == nil:
 			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonLeftAlone, "Wake",
 				"%s was changed by someone else while asleep (now %s); it is kept as it is", w.id(), w.describeValue())
 		}
 	}
+	if len(obs.badRecords) > 0 {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonInvalidRecord, "Wake",
+			"Released %d workload(s) without restoring them, because their sleep record cannot be restored; set them as they should be: %s",
+			len(obs.badRecords), kit.FirstN(obs.badRecords, 5))
+	}
 	if obs.failures > 0 {
 		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonWriteFailed, "Write", "%d workload write(s) failed: %s; first error: %v", obs.failures, kit.FirstN(obs.failedNames, namesLimit), obs.firstErr)
-	}
-	had := meta.IsStatusConditionTrue(s.Status.Conditions, powerv1alpha1.ConditionNamespaceConflict)
-	if len(obs.conflicts) > 0 && !had {
-		c := obs.conflicts[0]
-		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonNamespaceConflict, "Select",
-			"%d selected namespace(s) are left to an older SleepSchedule, e.g. %s owned by %s", len(obs.conflicts), c.namespace, c.owner)
-	}
-	if s.Spec.DryRun && s.Status.State != obs.state {
-		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonDryRun, "DryRun", "Dry run: the schedule is now %s; nothing was changed", obs.state)
 	}
 }
 

@@ -36,13 +36,16 @@ func TestMain(m *testing.M) {
 const (
 	timeout = 20 * time.Second
 	poll    = 100 * time.Millisecond
+	// managerNamespace is the namespace the tests' managers run in, as far as the
+	// controller knows (kit.Deps.Namespace): it never sleeps.
+	managerNamespace = "orderly-test-system"
 )
 
 // startManager runs the controller in a manager of its own, with a fresh Reconciler
 // (so nothing is remembered between managers), until the test ends or stop is called.
 func startManager(t *testing.T, clk clock.PassiveClock) (stop func()) {
 	t.Helper()
-	return env.StartManagerForTest(t, kit.Deps{Clock: clk}, []kit.Controller{Controller})
+	return env.StartManagerForTest(t, kit.Deps{Clock: clk, Namespace: managerNamespace}, []kit.Controller{Controller})
 }
 
 // failingLists is a client whose List fails for one list type (e.g.

@@ -1,12 +1,11 @@
 package sleepschedule
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -20,18 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
-	"orderly.dev/orderly/internal/labels"
 )
-
-// sleepRecord is what SleepStateAnnotation holds: the values before sleep, and the
-// value Orderly set, by which a change made by someone else is recognised.
-type sleepRecord struct {
-	Replicas      *int32 `json:"replicas,omitempty"`
-	SleepReplicas *int32 `json:"sleepReplicas,omitempty"`
-	Suspend       *bool  `json:"suspend,omitempty"`
-	MinReplicas   *int32 `json:"minReplicas,omitempty"`
-	MaxReplicas   int32  `json:"maxReplicas,omitempty"`
-}
 
 // action is what one reconcile does to one workload.
 type action int
@@ -64,6 +52,10 @@ type workload struct {
 	asleepBy  string
 	record    *sleepRecord
 	leftAlone bool
+	// badRecord is why a workload this schedule holds asleep has no record that can
+	// be restored (none, unreadable, invalid, or refused by the API server): it is
+	// released without being restored.
+	badRecord error
 
 	targeted bool // in a managed namespace, kind enabled, not excluded
 	want     bool // should be asleep now
@@ -107,10 +99,9 @@ func decide(w *workload, schedule string) action {
 		}
 		return actNone
 	case w.record == nil:
-		// Our label without a readable record: nothing to restore, so only let go.
-		if w.want {
-			return actNone
-		}
+		// Our label without a record that can be restored: let go at once, so that
+		// neither a wake nor the schedule's deletion waits on it. While asleep, the
+		// next reconcile puts it to sleep again with a new record.
 		return actRelease
 	case w.want:
 		if w.changedByOwner() && !w.leftAlone {
@@ -127,7 +118,13 @@ func decide(w *workload, schedule string) action {
 // replicasOf reads spec.replicas, which defaults to 1.
 func replicasOf(p *int32) int32 { return ptr.Deref(p, 1) }
 
+// podRequests is what one pod of spec requests. The cache holds the sum of the
+// containers' requests as one container (trimTemplate), which is returned as it is,
+// not to be modified.
 func podRequests(spec *corev1.PodSpec) corev1.ResourceList {
+	if len(spec.Containers) == 1 {
+		return spec.Containers[0].Resources.Requests
+	}
 	out := corev1.ResourceList{}
 	for _, c := range spec.Containers {
 		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
@@ -141,30 +138,20 @@ func podRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	return out
 }
 
-// readRecord reads SleepStateAnnotation; nil when absent or unreadable.
-func readRecord(o client.Object) *sleepRecord {
-	raw, ok := o.GetAnnotations()[powerv1alpha1.SleepStateAnnotation]
-	if !ok {
-		return nil
-	}
-	var rec sleepRecord
-	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-		return nil
-	}
-	return &rec
-}
-
 type hpaKey struct{ namespace, kind, name string }
 
 // observeWorkloads lists the workloads of the managed namespaces and those this
 // schedule holds asleep anywhere, and decides what to do with each.
 func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.SleepSchedule, obs *observation) error {
-	mine := client.MatchingLabels{powerv1alpha1.AsleepLabel: s.Name}
-	seen := map[string]bool{}
+	// What this schedule holds asleep, anywhere: by an index of the label, not a
+	// label selector, which the cache would match against every workload it holds.
+	mine := client.MatchingFields{asleepIndex: s.Name}
+	type key struct{ kind, namespace, name string }
+	seen := map[key]bool{}
 	var all []*workload
 	add := func(w *workload) {
-		if key := w.id(); !seen[key] {
-			seen[key] = true
+		if k := (key{w.kind, w.obj.GetNamespace(), w.obj.GetName()}); !seen[k] {
+			seen[k] = true
 			all = append(all, w)
 		}
 	}
@@ -249,7 +236,9 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 		o := w.obj
 		w.asleepBy = o.GetLabels()[powerv1alpha1.AsleepLabel]
 		if w.asleepBy == s.Name {
-			w.record = readRecord(o)
+			if w.record, w.badRecord = readRecord(o, w.kind); w.badRecord != nil {
+				w.record = nil
+			}
 			w.leftAlone = o.GetAnnotations()[powerv1alpha1.LeftAloneAnnotation] == "true"
 		}
 		w.hpa = hpas[hpaKey{o.GetNamespace(), w.kind, o.GetName()}]
@@ -258,7 +247,10 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 		w.want = asleep && w.targeted
 		w.act = decide(w, s.Name)
 	}
-	slices.SortFunc(all, func(a, b *workload) int { return strings.Compare(a.id(), b.id()) })
+	// By kind, namespace and name, without building the names.
+	slices.SortFunc(all, func(a, b *workload) int {
+		return cmp.Or(strings.Compare(a.kind, b.kind), strings.Compare(a.obj.GetNamespace(), b.obj.GetNamespace()), strings.Compare(a.obj.GetName(), b.obj.GetName()))
+	})
 	obs.workloads = all
 	obs.sleepReplicas = t.SleepReplicas
 	return nil
@@ -277,146 +269,6 @@ func excluded(s *powerv1alpha1.SleepSchedule, w *workload, sel k8slabels.Selecto
 	return false
 }
 
-// apply carries out the decided actions, several writes at once, and records the
-// outcome in obs.
-func (r *Reconciler) apply(ctx context.Context, s *powerv1alpha1.SleepSchedule, obs *observation) {
-	var todo []*workload
-	for _, w := range obs.workloads {
-		if w.act != actNone {
-			todo = append(todo, w)
-		}
-	}
-	writers := r.Writers
-	if writers <= 0 {
-		writers = 16
-	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	next := make(chan *workload)
-	for range min(writers, len(todo)) {
-		wg.Go(func() {
-			for w := range next {
-				err := r.write(ctx, s, w, obs.sleepReplicas)
-				mu.Lock()
-				obs.recordWrite(w, err)
-				mu.Unlock()
-			}
-		})
-	}
-	for _, w := range todo {
-		next <- w
-	}
-	close(next)
-	wg.Wait()
-	r.reconcileHPAs(ctx, s, obs)
-}
-
-// write makes one workload's change, with optimistic locking: the decision was made
-// on the cached version, and a change by someone else since must not be overwritten.
-func (r *Reconciler) write(ctx context.Context, s *powerv1alpha1.SleepSchedule, w *workload, sleepReplicas int32) error {
-	obj := w.obj.DeepCopyObject().(client.Object)
-	patch := client.MergeFromWithOptions(w.obj, client.MergeFromWithOptimisticLock{})
-	lbls, ann := obj.GetLabels(), obj.GetAnnotations()
-	if lbls == nil {
-		lbls = map[string]string{}
-	}
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	switch w.act {
-	case actSleep:
-		rec := sleepRecord{}
-		switch o := obj.(type) {
-		case *appsv1.Deployment:
-			rec.Replicas, rec.SleepReplicas = ptr.To(replicasOf(o.Spec.Replicas)), ptr.To(sleepReplicas)
-			o.Spec.Replicas = ptr.To(sleepReplicas)
-		case *appsv1.StatefulSet:
-			rec.Replicas, rec.SleepReplicas = ptr.To(replicasOf(o.Spec.Replicas)), ptr.To(sleepReplicas)
-			o.Spec.Replicas = ptr.To(sleepReplicas)
-		case *batchv1.CronJob:
-			rec.Suspend = ptr.To(ptr.Deref(o.Spec.Suspend, false))
-			o.Spec.Suspend = ptr.To(true)
-		}
-		raw, _ := json.Marshal(rec)
-		lbls[powerv1alpha1.AsleepLabel] = s.Name
-		ann[powerv1alpha1.SleepStateAnnotation] = string(raw)
-		delete(ann, powerv1alpha1.LeftAloneAnnotation)
-	case actWake:
-		switch o := obj.(type) {
-		case *appsv1.Deployment:
-			o.Spec.Replicas = w.record.Replicas
-		case *appsv1.StatefulSet:
-			o.Spec.Replicas = w.record.Replicas
-		case *batchv1.CronJob:
-			o.Spec.Suspend = ptr.To(ptr.Deref(w.record.Suspend, false))
-		}
-		delete(lbls, powerv1alpha1.AsleepLabel)
-		delete(ann, powerv1alpha1.SleepStateAnnotation)
-		delete(ann, powerv1alpha1.LeftAloneAnnotation)
-	case actRelease:
-		delete(lbls, powerv1alpha1.AsleepLabel)
-		delete(ann, powerv1alpha1.SleepStateAnnotation)
-		delete(ann, powerv1alpha1.LeftAloneAnnotation)
-	case actLeftAlone:
-		ann[powerv1alpha1.LeftAloneAnnotation] = "true"
-	}
-	obj.SetLabels(lbls)
-	obj.SetAnnotations(ann)
-	return r.Patch(ctx, obj, patch, client.FieldOwner(labels.FieldManager))
-}
-
-// reconcileHPAs pins the HPA of each workload held asleep at sleepReplicas (when above
-// zero: at zero the HPA stops scaling by itself) and restores every other HPA this
-// schedule pinned.
-func (r *Reconciler) reconcileHPAs(ctx context.Context, s *powerv1alpha1.SleepSchedule, obs *observation) {
-	want := map[client.ObjectKey]*autoscalingv2.HorizontalPodAutoscaler{}
-	if obs.sleepReplicas > 0 {
-		for _, w := range obs.workloads {
-			if w.hpa != nil && w.want && w.asleepNow(s.Name) {
-				want[client.ObjectKeyFromObject(w.hpa)] = w.hpa
-			}
-		}
-	}
-	pinned := map[client.ObjectKey]bool{}
-	for _, h := range obs.pinnedHPAs {
-		key := client.ObjectKeyFromObject(h)
-		if pinned[key] {
-			continue // listed twice: in a managed namespace and by label
-		}
-		pinned[key] = true
-		if want[key] != nil {
-			continue
-		}
-		rec := readRecord(h)
-		obj := h.DeepCopy()
-		patch := client.MergeFromWithOptions(h, client.MergeFromWithOptimisticLock{})
-		if rec != nil && rec.MaxReplicas > 0 {
-			obj.Spec.MinReplicas, obj.Spec.MaxReplicas = rec.MinReplicas, rec.MaxReplicas
-		}
-		delete(obj.Labels, powerv1alpha1.AsleepLabel)
-		delete(obj.Annotations, powerv1alpha1.SleepStateAnnotation)
-		obs.recordHPAWrite(r.Patch(ctx, obj, patch, client.FieldOwner(labels.FieldManager)))
-	}
-	for key, h := range want {
-		if pinned[key] {
-			continue
-		}
-		obj := h.DeepCopy()
-		patch := client.MergeFromWithOptions(h, client.MergeFromWithOptimisticLock{})
-		raw, _ := json.Marshal(sleepRecord{MinReplicas: h.Spec.MinReplicas, MaxReplicas: h.Spec.MaxReplicas})
-		if obj.Labels == nil {
-			obj.Labels = map[string]string{}
-		}
-		if obj.Annotations == nil {
-			obj.Annotations = map[string]string{}
-		}
-		obj.Labels[powerv1alpha1.AsleepLabel] = s.Name
-		obj.Annotations[powerv1alpha1.SleepStateAnnotation] = string(raw)
-		obj.Spec.MinReplicas, obj.Spec.MaxReplicas = ptr.To(obs.sleepReplicas), obs.sleepReplicas
-		obs.recordHPAWrite(r.Patch(ctx, obj, patch, client.FieldOwner(labels.FieldManager)))
-	}
-}
-
 // asleepNow reports whether, after this reconcile's writes, the schedule holds the
 // workload asleep (its owner has not taken it back).
 func (w *workload) asleepNow(schedule string) bool {
@@ -431,10 +283,10 @@ func (w *workload) asleepNow(schedule string) bool {
 	return w.asleepBy == schedule && w.record != nil && !w.leftAlone
 }
 
-// savedRequests is what the pods a sleeping workload does not run would request.
-func (w *workload) savedRequests(sleepReplicas int32) corev1.ResourceList {
+// savedPods is how many of the workload's pods do not run because it sleeps.
+func (w *workload) savedPods(sleepReplicas int32) int64 {
 	if w.kind == powerv1alpha1.KindCronJob {
-		return nil
+		return 0
 	}
 	orig, slept := int32(0), sleepReplicas
 	switch {
@@ -446,27 +298,53 @@ func (w *workload) savedRequests(sleepReplicas int32) corev1.ResourceList {
 			slept = *w.record.SleepReplicas
 		}
 	}
-	if orig <= slept {
+	return int64(max(orig-slept, 0))
+}
+
+// savedRequests is what the pods a sleeping workload does not run would request.
+func (w *workload) savedRequests(sleepReplicas int32) corev1.ResourceList {
+	var sum requestSum
+	sum.add(w.podRequests, w.savedPods(sleepReplicas))
+	return sum.list()
+}
+
+// requestSum adds up CPU and memory requests in integers (millicores and bytes):
+// Quantity arithmetic, done for every workload at every reconcile, costs a
+// transition over thousands of workloads seconds of CPU.
+type requestSum struct {
+	milliCPU, memory     int64
+	hasCPU, hasMemory    bool
+	cpuFormat, memFormat resource.Format
+}
+
+// add adds what pods pods requesting req each would request.
+func (s *requestSum) add(req corev1.ResourceList, pods int64) {
+	if pods <= 0 {
+		return
+	}
+	if q, ok := req[corev1.ResourceCPU]; ok {
+		s.milliCPU += q.MilliValue() * pods
+		s.hasCPU, s.cpuFormat = true, q.Format
+	}
+	if q, ok := req[corev1.ResourceMemory]; ok {
+		s.memory += q.Value() * pods
+		s.hasMemory, s.memFormat = true, q.Format
+	}
+}
+
+// list is the sum as a ResourceList; nil when nothing was added.
+func (s *requestSum) list() corev1.ResourceList {
+	if !s.hasCPU && !s.hasMemory {
 		return nil
 	}
 	out := corev1.ResourceList{}
-	for name, q := range w.podRequests {
-		total := q.DeepCopy()
-		total.Mul(int64(orig - slept))
-		out[name] = total
+	if s.hasCPU {
+		out[corev1.ResourceCPU] = *resource.NewMilliQuantity(s.milliCPU, s.cpuFormat)
+	}
+	if s.hasMemory {
+		out[corev1.ResourceMemory] = *resource.NewQuantity(s.memory, s.memFormat)
 	}
 	return out
-}
-
-func addResources(into corev1.ResourceList, more corev1.ResourceList) {
-	for name, q := range more {
-		sum, ok := into[name]
-		if !ok {
-			sum = resource.Quantity{}
-		}
-		sum.Add(q)
-		into[name] = sum
-	}
 }
 
 func isConflict(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }

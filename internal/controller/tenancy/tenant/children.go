@@ -3,12 +3,16 @@ package tenant
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -32,7 +36,46 @@ const (
 	kindResourceQuota  = "ResourceQuota"
 	kindLimitRange     = "LimitRange"
 	kindNetworkPolicy  = "NetworkPolicy"
+	// maxAdditionalRoleBindings is the API's MaxItems of additionalRoleBindings: the
+	// extra bindings are named extraBindingPrefix 0 to 31, and the manager's RBAC
+	// names each of them.
+	maxAdditionalRoleBindings = 32
 )
+
+// childNames are the names Tenant gives its objects in a namespace, by kind. Tenant
+// changes and deletes objects of these names only, and the manager's RBAC allows
+// get, patch and delete on these names only.
+func childNames() map[string][]string {
+	bindings := []string{ownersBindingName}
+	for i := range maxAdditionalRoleBindings {
+		bindings = append(bindings, fmt.Sprintf("%s%d", extraBindingPrefix, i))
+	}
+	return map[string][]string{
+		kindRoleBinding:   bindings,
+		kindResourceQuota: {quotaName},
+		kindLimitRange:    {limitRangeName},
+		kindNetworkPolicy: {networkPolicyName},
+	}
+}
+
+// isChildName reports whether name is one Tenant gives objects of kind.
+func isChildName(kind, name string) bool {
+	switch kind {
+	case kindRoleBinding:
+		if name == ownersBindingName {
+			return true
+		}
+		i, ok := extraBindingIndex(name)
+		return ok && i >= 0 && i < maxAdditionalRoleBindings && name == fmt.Sprintf("%s%d", extraBindingPrefix, i)
+	case kindResourceQuota:
+		return name == quotaName
+	case kindLimitRange:
+		return name == limitRangeName
+	case kindNetworkPolicy:
+		return name == networkPolicyName
+	}
+	return false
+}
 
 // desiredChildren is everything Orderly wants in one tenant namespace.
 type desiredChildren struct {
@@ -115,8 +158,10 @@ func buildChildren(t *tenancyv1alpha1.Tenant, ns string) desiredChildren {
 		peers := []networkingv1.NetworkPolicyPeer{{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{tenancyv1alpha1.TenantLabel: t.Name}},
 		}}
-		for i := range t.Spec.NetworkPolicy.AllowFrom {
-			peers = append(peers, networkingv1.NetworkPolicyPeer{NamespaceSelector: t.Spec.NetworkPolicy.AllowFrom[i].DeepCopy()})
+		for _, sel := range t.Spec.NetworkPolicy.AllowFrom {
+			if ls, ok := namespaceSelector(sel); ok {
+				peers = append(peers, networkingv1.NetworkPolicyPeer{NamespaceSelector: ls})
+			}
 		}
 		// Only Ingress is restricted: egress, and with it DNS, is never blocked.
 		d.networkPolicy = &networkingv1.NetworkPolicy{
@@ -131,12 +176,46 @@ func buildChildren(t *tenancyv1alpha1.Tenant, ns string) desiredChildren {
 	return d
 }
 
+// allowFromLabels are the namespace labels allowFrom may select by: no Tenant can set
+// them (the CRD refuses other keys).
+var allowFromLabels = []string{tenancyv1alpha1.NamespaceNameLabel, tenancyv1alpha1.TenantLabel}
+
+// namespaceSelector is sel as a label selector, and false when sel selects by a label
+// a Tenant could set (a Tenant stored before the API refused them): such a selector
+// lets no one in, rather than whoever labels a namespace to match.
+func namespaceSelector(sel tenancyv1alpha1.TenantNamespaceSelector) (*metav1.LabelSelector, bool) {
+	out := &metav1.LabelSelector{}
+	for k, v := range sel.MatchLabels {
+		if !slices.Contains(allowFromLabels, k) {
+			return nil, false
+		}
+		if out.MatchLabels == nil {
+			out.MatchLabels = map[string]string{}
+		}
+		out.MatchLabels[k] = v
+	}
+	for _, req := range sel.MatchExpressions {
+		if !slices.Contains(allowFromLabels, req.Key) {
+			return nil, false
+		}
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: req.Key, Operator: req.Operator, Values: slices.Clone(req.Values)})
+	}
+	return out, true
+}
+
 // reconcileChildren converges the objects in one namespace. It returns a message when
-// an object of the same name that Orderly does not own is in the way (left alone).
-func (r *Reconciler) reconcileChildren(ctx context.Context, t *tenancyv1alpha1.Tenant, ns string) (string, error) {
+// an object of the same name that Orderly does not own is in the way (left alone), or
+// when the API server refuses a RoleBinding because the manager may not bind its role.
+// The additionalRoleBindings whose indexes are in skip are refused: they are not
+// created, and removed if they exist.
+func (r *Reconciler) reconcileChildren(ctx context.Context, t *tenancyv1alpha1.Tenant, ns string, skip sets.Set[int]) (string, error) {
 	d := buildChildren(t, ns)
 	keep := map[string]bool{}
 	var conflicts []string
+	// A binding the API server refuses to let the manager create does not hold up the
+	// quota, limits and isolation of the namespace.
+	var refusedMsg string
+	var refusedErr error
 	note := func(kind, name, conflict string, err error) error {
 		keep[kind+"/"+name] = true
 		if conflict != "" {
@@ -145,7 +224,16 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, t *tenancyv1alpha1.T
 		return err
 	}
 	for _, rb := range d.roleBindings {
+		if i, extra := extraBindingIndex(rb.Name); extra && skip.Has(i) {
+			continue
+		}
 		c, err := ensureChild(ctx, r, t, rb, &rbacv1.RoleBinding{}, extractRoleBinding, roleRefChanged)
+		if msg := forbiddenBinding(rb, err); msg != "" {
+			if refusedMsg == "" {
+				refusedMsg, refusedErr = msg, err
+			}
+			c, err = "", nil
+		}
 		if err := note(kindRoleBinding, rb.Name, c, err); err != nil {
 			return "", err
 		}
@@ -171,10 +259,24 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, t *tenancyv1alpha1.T
 	if err := r.pruneChildren(ctx, t, ns, keep); err != nil {
 		return "", err
 	}
+	if refusedMsg != "" {
+		return refusedMsg, refusedErr
+	}
 	if len(conflicts) > 0 {
 		return fmt.Sprintf("%s (%d object(s) in the way)", conflicts[0], len(conflicts)), nil
 	}
 	return "", nil
+}
+
+// extraBindingIndex returns the index of additionalRoleBindings a binding name stands
+// for, and whether it is one of those.
+func extraBindingIndex(name string) (int, bool) {
+	n, ok := strings.CutPrefix(name, extraBindingPrefix)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(n)
+	return i, err == nil
 }
 
 // Extractors of the fields Orderly applied, one per kind of child.
@@ -196,20 +298,31 @@ func roleRefChanged(current, desired *rbacv1.RoleBinding) bool {
 // of the same name that the Tenant does not control is never touched: a conflict
 // message is returned instead. replace, when set, says when the existing object must
 // be deleted and created again because an immutable field changed.
+//
+// The cache holds only the children's metadata. A child whose cached version is the
+// one last seen holding desired is converged without a read; otherwise its content
+// is read from the API server, compared, and written only when it differs.
 func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancyv1alpha1.Tenant, desired, current T, extract extractor[T], replace func(current, desired T) bool) (string, error) {
 	kind := kindOf(desired)
 	if err := controllerutil.SetControllerReference(t, desired, r.Scheme()); err != nil {
 		return "", err
 	}
 	key := client.ObjectKeyFromObject(desired)
-	err := r.Get(ctx, key, current)
-	if apierrors.IsNotFound(err) {
+	want := digest(desired)
+	cached := &metav1.PartialObjectMetadata{}
+	cached.SetGroupVersionKind(childKinds[kind])
+	err := r.Get(ctx, key, cached)
+	switch {
+	case apierrors.IsNotFound(err):
+		r.converged.forget(kind, desired)
 		// The cache holds only Orderly's objects: a foreign one of the same name shows
 		// up as AlreadyExists here, and is then read from the API server. A create, not
 		// an apply, because an apply would take the foreign object over.
-		err = r.Create(ctx, desired.DeepCopyObject().(T), client.FieldOwner(labels.FieldManager))
+		created := desired.DeepCopyObject().(T)
+		err = r.Create(ctx, created, client.FieldOwner(labels.FieldManager))
 		if err == nil {
-			if t.Status.ObservedGeneration == t.Generation {
+			r.converged.remember(kind, created, want)
+			if wasReady(t, key.Namespace) {
 				r.repaired(ctx, t, desired, kind, "Recreated deleted")
 			}
 			return "", nil
@@ -217,35 +330,68 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancy
 		if !apierrors.IsAlreadyExists(err) {
 			return "", fmt.Errorf("creating %s %s: %w", kind, key, err)
 		}
-		err = r.APIReader.Get(ctx, key, current)
+	case err != nil:
+		return "", fmt.Errorf("reading %s %s from the cache: %w", kind, key, err)
+	case !metav1.IsControlledBy(cached, t):
+		return notManaged(kind, key), nil
+	case r.converged.converged(kind, cached, want):
+		return "", nil
 	}
-	if err != nil {
+	if err := r.APIReader.Get(ctx, key, current); err != nil {
 		return "", fmt.Errorf("reading %s %s: %w", kind, key, err)
 	}
 	if !metav1.IsControlledBy(current, t) {
-		return fmt.Sprintf("%s %s already exists and is not managed by this Tenant; rename or remove it", kind, key), nil
+		return notManaged(kind, key), nil
 	}
 	if replace != nil && replace(current, desired) {
 		uid := current.GetUID()
+		r.converged.forget(kind, current)
 		if err := r.Delete(ctx, current, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return "", fmt.Errorf("replacing %s %s: %w", kind, key, err)
 		}
-		if err := r.Create(ctx, desired.DeepCopyObject().(T), client.FieldOwner(labels.FieldManager)); err != nil {
+		created := desired.DeepCopyObject().(T)
+		if err := r.Create(ctx, created, client.FieldOwner(labels.FieldManager)); err != nil {
 			return "", fmt.Errorf("replacing %s %s: %w", kind, key, err)
 		}
+		r.converged.remember(kind, created, want)
 	} else {
 		wrote, err := applyOwned(ctx, r.Client, current, desired, extract, nil)
 		if err != nil {
+			r.converged.forget(kind, current)
 			return "", fmt.Errorf("updating %s %s: %w", kind, key, err)
 		}
 		if !wrote {
+			r.converged.remember(kind, current, want)
 			return "", nil
 		}
+		// The apply's result is not at hand: the next reconcile reads it once.
+		r.converged.forget(kind, current)
 	}
-	if t.Status.ObservedGeneration == t.Generation {
+	if wasReady(t, key.Namespace) {
 		r.repaired(ctx, t, desired, kind, "Reverted changes to")
 	}
 	return "", nil
+}
+
+func notManaged(kind string, key client.ObjectKey) string {
+	return fmt.Sprintf("%s %s already exists and is not managed by this Tenant; rename or remove it", kind, key)
+}
+
+// wasReady reports whether the last status said namespace ns was Ready for the
+// current spec. Only then is an object found missing or changed drift that someone
+// caused: otherwise it may never have been written (a reconcile that failed half-way,
+// e.g. while the API server restarted, still writes its status), and writing it now
+// is no repair.
+func wasReady(t *tenancyv1alpha1.Tenant, ns string) bool {
+	if t.Status.ObservedGeneration != t.Generation {
+		return false
+	}
+	for _, st := range t.Status.Namespaces {
+		if st.Name == ns {
+			return st.State == tenancyv1alpha1.NamespaceReady
+		}
+	}
+	return false
 }
 
 // repaired reports drift that was undone (the spec did not change, the world did).
@@ -270,40 +416,31 @@ func kindOf(obj client.Object) string {
 }
 
 // pruneChildren deletes the objects the Tenant controls in ns that are not in keep
-// (keyed "Kind/name"); a nil keep removes them all.
+// (keyed "Kind/name"); a nil keep removes them all. Only objects of the names Tenant
+// gives its children are candidates: anything else is not Orderly's, whatever its
+// labels and owner references say.
 func (r *Reconciler) pruneChildren(ctx context.Context, t *tenancyv1alpha1.Tenant, ns string, keep map[string]bool) error {
 	sel := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{tenancyv1alpha1.TenantLabel: t.Name, labels.ManagedBy: labels.ManagedByValue}}
-	var candidates []client.Object
-	var rbs rbacv1.RoleBindingList
-	var quotas corev1.ResourceQuotaList
-	var lrs corev1.LimitRangeList
-	var nps networkingv1.NetworkPolicyList
-	for _, list := range []client.ObjectList{&rbs, &quotas, &lrs, &nps} {
+	for _, kind := range []string{kindRoleBinding, kindResourceQuota, kindLimitRange, kindNetworkPolicy} {
+		gvk := childKinds[kind]
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := r.List(ctx, list, sel...); err != nil {
 			return fmt.Errorf("listing objects of tenant %q in %q: %w", t.Name, ns, err)
 		}
-	}
-	for i := range rbs.Items {
-		candidates = append(candidates, &rbs.Items[i])
-	}
-	for i := range quotas.Items {
-		candidates = append(candidates, &quotas.Items[i])
-	}
-	for i := range lrs.Items {
-		candidates = append(candidates, &lrs.Items[i])
-	}
-	for i := range nps.Items {
-		candidates = append(candidates, &nps.Items[i])
-	}
-	for _, obj := range candidates {
-		kind := kindOf(obj)
-		if keep[kind+"/"+obj.GetName()] || !metav1.IsControlledBy(obj, t) {
-			continue
+		for i := range list.Items {
+			obj := &list.Items[i]
+			if keep[kind+"/"+obj.Name] || !isChildName(kind, obj.Name) || !metav1.IsControlledBy(obj, t) {
+				continue
+			}
+			obj.SetGroupVersionKind(gvk)
+			uid := obj.UID
+			if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting %s %s/%s: %w", kind, ns, obj.Name, err)
+			}
+			r.converged.forget(kind, obj)
+			log.FromContext(ctx).Info("Deleted object no longer declared", "kind", kind, "namespace", ns, "name", obj.Name)
 		}
-		if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %s %s/%s: %w", kind, ns, obj.GetName(), err)
-		}
-		log.FromContext(ctx).Info("Deleted object no longer declared", "kind", kind, "namespace", ns, "name", obj.GetName())
 	}
 	return nil
 }

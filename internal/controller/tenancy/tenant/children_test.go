@@ -35,7 +35,7 @@ func TestBuildChildren(t *testing.T) {
 			tenant: func() *tenancyv1alpha1.Tenant {
 				t := base()
 				t.Spec.NetworkPolicy.Isolation = tenancyv1alpha1.IsolationNone
-				t.Spec.NetworkPolicy.AllowFrom = []metav1.LabelSelector{{}}
+				t.Spec.NetworkPolicy.AllowFrom = []tenancyv1alpha1.TenantNamespaceSelector{{}}
 				return t
 			},
 		},
@@ -50,7 +50,7 @@ func TestBuildChildren(t *testing.T) {
 				}
 				t.Spec.Quota = &tenancyv1alpha1.TenantQuota{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}}
 				t.Spec.LimitRange = &tenancyv1alpha1.TenantLimitRange{Default: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
-				t.Spec.NetworkPolicy.AllowFrom = []metav1.LabelSelector{{MatchLabels: map[string]string{"a": "b"}}, {MatchLabels: map[string]string{"c": "d"}}}
+				t.Spec.NetworkPolicy.AllowFrom = []tenancyv1alpha1.TenantNamespaceSelector{{MatchLabels: map[string]string{tenancyv1alpha1.NamespaceNameLabel: "b"}}, {MatchLabels: map[string]string{tenancyv1alpha1.TenantLabel: "d"}}}
 				return t
 			},
 			wantBindings:     []string{ownersBindingName, extraBindingPrefix + "0", extraBindingPrefix + "1"},

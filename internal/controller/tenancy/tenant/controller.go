@@ -12,10 +12,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -26,7 +24,6 @@ import (
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 	"orderly.dev/orderly/internal/kit"
-	"orderly.dev/orderly/internal/labels"
 )
 
 // Name is the controller's name, as given to --controllers.
@@ -42,11 +39,18 @@ const namespaceIndex = "spec.namespaces.name"
 // Reconciler reconciles Tenants.
 type Reconciler struct {
 	client.Client
-	// APIReader reads straight from the API server: objects the cache does not hold
-	// (children that Orderly did not create), and the latest Tenant after a write
-	// lost its optimistic lock.
+	// APIReader reads straight from the API server: the content of children (the
+	// cache holds only their metadata), objects the cache does not hold (children
+	// that Orderly did not create), and the latest Tenant after a write lost its
+	// optimistic lock.
 	APIReader client.Reader
 	Recorder  kit.Recorder
+	// Bindable is the allow-list of ClusterRoles a Tenant may bind.
+	Bindable bindableRoles
+	// ManagerNamespace is the manager's own namespace, which no Tenant may manage.
+	ManagerNamespace string
+
+	converged *convergedChildren
 }
 
 // Controller is the Tenant controller as the manager runs it.
@@ -54,38 +58,47 @@ var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
 
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-tenant"))}
+	r := &Reconciler{
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		Recorder:         kit.NewRecorder(mgr.GetEventRecorder("orderly-tenant")),
+		Bindable:         newBindableRoles(deps.BindableClusterRoles),
+		ManagerNamespace: deps.Namespace,
+	}
+	checkBindable(ctx, r.Client, r.Bindable)
 	return r.SetupWithManager(ctx, mgr, deps.Options)
 }
 
-// +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants/status,verbs=get;update;patch
+// The manager's rights on what Tenant writes are as narrow as RBAC can say them:
+// RoleBindings, quotas, LimitRanges and NetworkPolicies may be read, changed and
+// deleted only under the names Tenant gives them (create, list and watch cannot be
+// narrowed by name), and bind is granted only on the ClusterRoles Tenants may bind
+// by default (orderly-tenant-admin and DefaultBindableClusterRoles; a platform team
+// that allows more grants bind on them in a ClusterRole of its own). The names here
+// are checked against the code by TestRBACNamesMatchTheCode.
+//
+// +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants/status,verbs=get;patch
 // +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;roles,verbs=bind
+// +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=list;watch;create
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;patch;delete,resourceNames=orderly-tenant-quota
+// +kubebuilder:rbac:groups="",resources=limitranges,verbs=get;patch;delete,resourceNames=orderly-tenant-limits
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list;watch;create
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;patch;delete,resourceNames=orderly-tenant-isolation
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=list;watch;create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;patch;delete,resourceNames=orderly-tenant-owners;orderly-tenant-binding-0;orderly-tenant-binding-1;orderly-tenant-binding-2;orderly-tenant-binding-3;orderly-tenant-binding-4;orderly-tenant-binding-5;orderly-tenant-binding-6;orderly-tenant-binding-7;orderly-tenant-binding-8;orderly-tenant-binding-9;orderly-tenant-binding-10;orderly-tenant-binding-11;orderly-tenant-binding-12;orderly-tenant-binding-13;orderly-tenant-binding-14;orderly-tenant-binding-15;orderly-tenant-binding-16;orderly-tenant-binding-17;orderly-tenant-binding-18;orderly-tenant-binding-19;orderly-tenant-binding-20;orderly-tenant-binding-21;orderly-tenant-binding-22;orderly-tenant-binding-23;orderly-tenant-binding-24;orderly-tenant-binding-25;orderly-tenant-binding-26;orderly-tenant-binding-27;orderly-tenant-binding-28;orderly-tenant-binding-29;orderly-tenant-binding-30;orderly-tenant-binding-31
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=orderly-tenant-admin;edit;view
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-
-// Cache narrows the manager's cache to what this controller needs: of the
-// namespaced kinds it writes, only the objects Orderly manages. Namespaces are cached
-// whole, named here so that a controller asking to strip their managed fields is
-// refused at start-up: the managed fields say which labels and annotations are
-// Orderly's.
-func Cache() kit.CacheRules {
-	managed := cache.ByObject{Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.ManagedBy: labels.ManagedByValue})}
-	return kit.CacheRules{
-		&corev1.Namespace{}:           {},
-		&rbacv1.RoleBinding{}:         managed,
-		&corev1.ResourceQuota{}:       managed,
-		&corev1.LimitRange{}:          managed,
-		&networkingv1.NetworkPolicy{}: managed,
-	}
-}
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if r.converged == nil {
+		r.converged = newConvergedChildren()
+	}
+	if r.Bindable == nil {
+		r.Bindable = newBindableRoles(nil)
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &tenancyv1alpha1.Tenant{}, namespaceIndex, func(o client.Object) []string {
 		t := o.(*tenancyv1alpha1.Tenant)
 		names := make([]string, 0, len(t.Spec.Namespaces))
@@ -100,10 +113,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Named(Name).
 		WithOptions(opts).
 		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&rbacv1.RoleBinding{}).
-		Owns(&corev1.ResourceQuota{}).
-		Owns(&corev1.LimitRange{}).
-		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&rbacv1.RoleBinding{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged)).
+		Owns(&corev1.ResourceQuota{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged)).
+		Owns(&corev1.LimitRange{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged)).
+		Owns(&networkingv1.NetworkPolicy{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.tenantsForNamespace)).
 		Complete(r)
 }
@@ -156,9 +169,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
 	}
 
+	// Bindings to roles Tenants may not bind are never created (and removed if an
+	// earlier allow-list let them be); the rest of the Tenant goes ahead.
+	refused := refusedBindings(&t, r.Bindable)
+	skip := refusedIndexes(refused)
 	results := make([]namespaceResult, 0, len(t.Spec.Namespaces))
 	for i := range t.Spec.Namespaces {
-		results = append(results, r.reconcileNamespace(ctx, &t, &t.Spec.Namespaces[i]))
+		results = append(results, r.reconcileNamespace(ctx, &t, &t.Spec.Namespaces[i], skip))
 	}
 	var created []string
 	for _, res := range results {
@@ -179,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, res.err
 		}
 	}
-	if err := r.updateStatus(ctx, &t, results); err != nil {
+	if err := r.updateStatus(ctx, &t, results, refused); err != nil {
 		return ctrl.Result{}, err
 	}
 	// A write that failed is retried with the controller's backoff; a conflict is

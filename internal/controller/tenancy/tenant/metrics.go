@@ -21,14 +21,19 @@ var (
 		Name: "orderly_tenant_namespaces",
 		Help: "Number of namespaces a Tenant declares.",
 	})
+	refusedBindingsGauge = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_tenant_refused_role_bindings",
+		Help: "Number of a Tenant's additionalRoleBindings not created because Tenants may not bind their role.",
+	})
 	driftRepairs = series.Counter(prometheus.CounterOpts{
 		Name: "orderly_tenant_drift_repairs_total",
 		Help: "Objects Orderly restored after they were changed or deleted behind its back.",
 	}, "kind")
 )
 
-func recordMetrics(t *tenancyv1alpha1.Tenant) {
+func recordMetrics(t *tenancyv1alpha1.Tenant, refused int) {
 	key := client.ObjectKeyFromObject(t)
+	refusedBindingsGauge.WithLabelValues(series.Values(key)...).Set(float64(refused))
 	namespacesReady.WithLabelValues(series.Values(key)...).Set(float64(t.Status.ReadyNamespaces))
 	namespacesDeclared.WithLabelValues(series.Values(key)...).Set(float64(t.Status.NamespaceCount))
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -56,8 +59,18 @@ func desiredNamespace(t *tenancyv1alpha1.Tenant, spec *tenancyv1alpha1.TenantNam
 		Labels:      map[string]string{},
 		Annotations: map[string]string{},
 	}}
-	maps.Copy(ns.Labels, spec.Labels)
-	maps.Copy(ns.Annotations, spec.Annotations)
+	// The API server refuses reserved keys in a Tenant; a Tenant stored before it did
+	// still has them ignored here.
+	for k, v := range spec.Labels {
+		if tenantMaySetLabel(k, v) {
+			ns.Labels[k] = v
+		}
+	}
+	for k, v := range spec.Annotations {
+		if tenantMaySetAnnotation(k) {
+			ns.Annotations[k] = v
+		}
+	}
 	ns.Labels[tenancyv1alpha1.TenantLabel] = t.Name
 	if t.Spec.CostCenter != "" {
 		ns.Labels[tenancyv1alpha1.CostCenterLabel] = t.Spec.CostCenter
@@ -75,29 +88,76 @@ func desiredNamespace(t *tenancyv1alpha1.Tenant, spec *tenancyv1alpha1.TenantNam
 	return ns
 }
 
-// claimedBy reports whether the namespace may be managed by Tenant t: it is labelled
-// as t's, a person annotated it for adoption by t, or it is t's but lost its label.
+// reservedKey matches label and annotation keys under the prefixes kubernetes.io/,
+// k8s.io/ and orderly.dev/ and their subdomains: Kubernetes and Orderly set and act on
+// them. The same expression is in the Tenant CRD's validation rules.
+var reservedKey = regexp.MustCompile(`^([^/]*[.])?(kubernetes[.]io|k8s[.]io|orderly[.]dev)/`)
+
+// podSecurityLevels are the Pod Security labels a Tenant may set, and the one value
+// each may take: restricted can only make a namespace stricter.
+var podSecurityLevels = []string{"pod-security.kubernetes.io/enforce", "pod-security.kubernetes.io/audit", "pod-security.kubernetes.io/warn"}
+
+// tenantMaySetLabel reports whether a Tenant may put the label key=value on its
+// namespaces (what the CRD's rules allow).
+func tenantMaySetLabel(key, value string) bool {
+	switch {
+	case key == tenancyv1alpha1.TenantLabel || key == tenancyv1alpha1.CostCenterLabel:
+		return false
+	case strings.HasPrefix(key, "pod-security.kubernetes.io/"):
+		return slices.Contains(podSecurityLevels, key) && value == "restricted"
+	}
+	return !reservedKey.MatchString(key)
+}
+
+// tenantMaySetAnnotation reports whether a Tenant may put the annotation key on its
+// namespaces (what the CRD's rule allows).
+func tenantMaySetAnnotation(key string) bool { return !reservedKey.MatchString(key) }
+
+// claimedBy reports whether the namespace may be managed by Tenant t: it records t's
+// UID (Orderly wrote it when t created or adopted the namespace), or a person
+// annotated it for adoption by t. The tenant label is not a claim: it names a Tenant,
+// and a later Tenant of the same name is another Tenant.
 func claimedBy(ns *corev1.Namespace, t *tenancyv1alpha1.Tenant) bool {
-	owner := ns.Labels[tenancyv1alpha1.TenantLabel]
-	return owner == t.Name ||
-		ns.Annotations[tenancyv1alpha1.AdoptAnnotation] == t.Name ||
-		(owner == "" && ns.Annotations[tenancyv1alpha1.OwnerUIDAnnotation] == string(t.UID))
+	return ownedBy(ns, t) || ns.Annotations[tenancyv1alpha1.AdoptAnnotation] == t.Name
+}
+
+// ownedBy reports whether the namespace records t's UID as its owner.
+func ownedBy(ns *corev1.Namespace, t *tenancyv1alpha1.Tenant) bool {
+	return t.UID != "" && ns.Annotations[tenancyv1alpha1.OwnerUIDAnnotation] == string(t.UID)
 }
 
 // conflictMessage explains why a namespace is left alone and how to hand it over.
 func conflictMessage(ns *corev1.Namespace, t *tenancyv1alpha1.Tenant) string {
 	owner := "no tenant"
-	if o := ns.Labels[tenancyv1alpha1.TenantLabel]; o != "" {
+	switch o := ns.Labels[tenancyv1alpha1.TenantLabel]; {
+	case o == t.Name:
+		owner = fmt.Sprintf("an earlier Tenant named %q (UID %s), not this one", o, ns.Annotations[tenancyv1alpha1.OwnerUIDAnnotation])
+	case o != "":
 		owner = fmt.Sprintf("tenant %q", o)
 	}
 	return fmt.Sprintf("namespace %q already exists and belongs to %s; to hand it to this tenant, annotate it %s=%s",
 		ns.Name, owner, tenancyv1alpha1.AdoptAnnotation, t.Name)
 }
 
+// reserved reports why no Tenant may manage the namespace named name, or "".
+func (r *Reconciler) reserved(name string) string {
+	switch {
+	case strings.HasPrefix(name, "kube-"):
+		return fmt.Sprintf("namespace %q belongs to Kubernetes: a Tenant never manages kube-* namespaces", name)
+	case r.ManagerNamespace != "" && name == r.ManagerNamespace:
+		return fmt.Sprintf("namespace %q is Orderly's own namespace: a Tenant never manages it", name)
+	}
+	return ""
+}
+
 // reconcileNamespace creates or claims one namespace, keeps its metadata, and then
 // converges the objects inside it.
-func (r *Reconciler) reconcileNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant, spec *tenancyv1alpha1.TenantNamespace) namespaceResult {
+func (r *Reconciler) reconcileNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant, spec *tenancyv1alpha1.TenantNamespace, skipBindings sets.Set[int]) namespaceResult {
 	res := namespaceResult{name: spec.Name, state: tenancyv1alpha1.NamespaceReady}
+	if why := r.reserved(spec.Name); why != "" {
+		res.state, res.message = tenancyv1alpha1.NamespaceConflict, why
+		return res
+	}
 
 	var ns corev1.Namespace
 	err := r.Get(ctx, client.ObjectKey{Name: spec.Name}, &ns)
@@ -123,7 +183,12 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, t *tenancyv1alpha1.
 	if err := r.applyNamespace(ctx, t, &ns, desiredNamespace(t, spec, &ns)); err != nil {
 		return failed(res, fmt.Errorf("updating namespace %q: %w", ns.Name, err))
 	}
-	if msg, err := r.reconcileChildren(ctx, t, ns.Name); err != nil || msg != "" {
+	if ns.Annotations[tenancyv1alpha1.AdoptAnnotation] == t.Name {
+		if err := r.removeAdoptAnnotation(ctx, t, &ns); err != nil {
+			return failed(res, fmt.Errorf("removing the adopt annotation of namespace %q: %w", ns.Name, err))
+		}
+	}
+	if msg, err := r.reconcileChildren(ctx, t, ns.Name, skipBindings); err != nil || msg != "" {
 		res.state, res.message, res.err = tenancyv1alpha1.NamespaceFailed, msg, err
 		if err != nil && msg == "" {
 			res.message = err.Error()
@@ -173,10 +238,30 @@ func (r *Reconciler) applyNamespace(ctx context.Context, t *tenancyv1alpha1.Tena
 		r.Recorder.Eventf(t, live, corev1.EventTypeNormal, "NamespaceAdopted", "Adopt", "Adopted existing namespace %s (annotated %s=%s)", live.Name, tenancyv1alpha1.AdoptAnnotation, t.Name)
 	case migrating:
 		log.FromContext(ctx).Info("Moved Namespace metadata to server-side apply", "namespace", live.Name)
-	case t.Status.ObservedGeneration == t.Generation:
+	case wasReady(t, live.Name):
 		log.FromContext(ctx).Info("Repaired Namespace metadata", "namespace", live.Name)
 		r.Recorder.Eventf(t, live, corev1.EventTypeNormal, "Repaired", "Repair", "Restored labels and annotations of namespace %s", live.Name)
 	}
+	return nil
+}
+
+// removeAdoptAnnotation removes the adopt annotation from a namespace t now owns:
+// the annotation hands a namespace to one Tenant, once, and left in place it would
+// hand the namespace to any later Tenant of the same name. It runs after the
+// namespace records t's UID, so that a failure in between never leaves the namespace
+// claimed by no one; the test operation removes the annotation only if it still
+// names t.
+func (r *Reconciler) removeAdoptAnnotation(ctx context.Context, t *tenancyv1alpha1.Tenant, ns *corev1.Namespace) error {
+	path := removeOp("annotations", tenancyv1alpha1.AdoptAnnotation).Path
+	raw, err := json.Marshal([]patchOp{{Op: "test", Path: path, Value: t.Name}, {Op: "remove", Path: path}})
+	if err != nil {
+		return err
+	}
+	target := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}}
+	if err := r.Patch(ctx, target, client.RawPatch(types.JSONPatchType, raw), client.FieldOwner(labels.FieldManager)); err != nil {
+		return err
+	}
+	log.FromContext(ctx).Info("Removed adopt annotation from adopted Namespace", "namespace", ns.Name)
 	return nil
 }
 
@@ -214,13 +299,15 @@ func legacyCleanup(live, want *corev1.Namespace) []patchOp {
 	return append(ops, removeOp("annotations", legacyManagedKeysAnnotation))
 }
 
-// ownedNamespaces lists the namespaces labelled as belonging to t.
+// ownedNamespaces lists the namespaces that belong to t: labelled with its name and
+// recording its UID. A namespace labelled with t's name that records another UID was
+// an earlier Tenant's of that name, and is not t's to release or delete.
 func (r *Reconciler) ownedNamespaces(ctx context.Context, t *tenancyv1alpha1.Tenant) ([]corev1.Namespace, error) {
 	var list corev1.NamespaceList
 	if err := r.List(ctx, &list, client.MatchingLabels{tenancyv1alpha1.TenantLabel: t.Name}); err != nil {
 		return nil, fmt.Errorf("listing namespaces of tenant %q: %w", t.Name, err)
 	}
-	return list.Items, nil
+	return slices.DeleteFunc(list.Items, func(ns corev1.Namespace) bool { return !ownedBy(&ns, t) }), nil
 }
 
 // releaseUnlisted lets go of namespaces still labelled as t's that its spec no longer lists.
@@ -246,12 +333,13 @@ func (r *Reconciler) releaseUnlisted(ctx context.Context, t *tenancyv1alpha1.Ten
 // deleted; everything else is released: Orderly's labels, annotations and (when
 // removeChildren) its objects are removed, and workloads keep running.
 func (r *Reconciler) letGo(ctx context.Context, t *tenancyv1alpha1.Tenant, ns *corev1.Namespace, removeChildren bool) error {
-	if !ns.DeletionTimestamp.IsZero() {
+	if !ns.DeletionTimestamp.IsZero() || !ownedBy(ns, t) {
 		return nil
 	}
+	defer r.converged.forgetNamespace(ns.Name)
 	created := ns.Annotations[tenancyv1alpha1.OriginAnnotation] == tenancyv1alpha1.OriginCreated
 	if t.Spec.DeletionPolicy == tenancyv1alpha1.DeletionPolicyDelete && created {
-		if err := r.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+		if err := r.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting namespace %q: %w", ns.Name, err)
 		}
 		log.FromContext(ctx).Info("Deleted Namespace of Tenant", "namespace", ns.Name)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 	"orderly.dev/orderly/internal/kit"
@@ -19,15 +20,18 @@ const (
 	ReasonNamespacePending  = "NamespacePending"
 	ReasonApplyFailed       = "ApplyFailed"
 	ReasonResourcesApplied  = "ResourcesApplied"
+	ReasonRoleNotAllowed    = "RoleNotAllowed"
+	ReasonRolesAllowed      = "RolesAllowed"
 )
 
 // namespaceMessageLimit is the longest message of one namespace in status (the API's
 // MaxLength).
 const namespaceMessageLimit = 1024
 
-// computeStatus derives the Tenant's status from what this reconcile observed.
-// Pure: conditions keep their transition times when their status does not change.
-func computeStatus(t *tenancyv1alpha1.Tenant, results []namespaceResult) tenancyv1alpha1.TenantStatus {
+// computeStatus derives the Tenant's status from what this reconcile observed: the
+// result of each namespace, and the additionalRoleBindings refused. Pure: conditions
+// keep their transition times when their status does not change.
+func computeStatus(t *tenancyv1alpha1.Tenant, results []namespaceResult, refused []refusal) tenancyv1alpha1.TenantStatus {
 	st := *t.Status.DeepCopy()
 	st.ObservedGeneration = t.Generation
 	st.NamespaceCount = int32(len(results))
@@ -70,10 +74,17 @@ func computeStatus(t *tenancyv1alpha1.Tenant, results []namespaceResult) tenancy
 		conds.True(tenancyv1alpha1.ConditionResourcesReady, ReasonResourcesApplied,
 			"RoleBindings, quota, limits and NetworkPolicy are as declared in every managed namespace")
 	}
+	if len(refused) > 0 {
+		conds.False(tenancyv1alpha1.ConditionRoleBindingsAllowed, ReasonRoleNotAllowed, refusedMessage(refused))
+	} else {
+		conds.True(tenancyv1alpha1.ConditionRoleBindingsAllowed, ReasonRolesAllowed, "Every additional role binding is to a ClusterRole Tenants may bind")
+	}
 	switch {
 	case len(conflicts) > 0:
 		conds.False(tenancyv1alpha1.ConditionReady, ReasonNamespaceConflict,
 			fmt.Sprintf("%d of %d namespaces ready; in conflict: %s", st.ReadyNamespaces, st.NamespaceCount, strings.Join(conflicts, ", ")))
+	case len(refused) > 0:
+		conds.False(tenancyv1alpha1.ConditionReady, ReasonRoleNotAllowed, refusedMessage(refused))
 	case len(failedNames) > 0:
 		conds.False(tenancyv1alpha1.ConditionReady, ReasonApplyFailed,
 			fmt.Sprintf("%d of %d namespaces ready; failing: %s", st.ReadyNamespaces, st.NamespaceCount, strings.Join(failedNames, ", ")))
@@ -87,9 +98,10 @@ func computeStatus(t *tenancyv1alpha1.Tenant, results []namespaceResult) tenancy
 	return st
 }
 
-// updateStatus writes the status computed from results, emits a warning Event when a
-// namespace newly falls into conflict, and updates the metrics.
-func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, results []namespaceResult) error {
+// updateStatus writes the status computed from results and refused, emits a warning
+// Event when a namespace newly falls into conflict or a role binding is newly refused,
+// and updates the metrics.
+func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, results []namespaceResult, refused []refusal) error {
 	prevState := map[string]tenancyv1alpha1.NamespaceState{}
 	for _, ns := range t.Status.Namespaces {
 		prevState[ns.Name] = ns.State
@@ -99,9 +111,12 @@ func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant
 			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonNamespaceConflict, "Claim", "%s", res.message)
 		}
 	}
+	if len(refused) > 0 && !meta.IsStatusConditionFalse(t.Status.Conditions, tenancyv1alpha1.ConditionRoleBindingsAllowed) {
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonRoleNotAllowed, "Bind", "%s", refusedMessage(refused))
+	}
 	err := kit.PatchStatus(ctx, r.Client, r.APIReader, t, func(latest *tenancyv1alpha1.Tenant) {
-		latest.Status = computeStatus(latest, results)
+		latest.Status = computeStatus(latest, results, refused)
 	})
-	recordMetrics(t)
+	recordMetrics(t, len(refused))
 	return err
 }

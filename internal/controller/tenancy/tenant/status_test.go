@@ -35,7 +35,7 @@ func TestComputeStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tn := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "t", Generation: 3}}
-			st := computeStatus(tn, tt.results)
+			st := computeStatus(tn, tt.results, nil)
 			if st.ObservedGeneration != 3 {
 				t.Errorf("observedGeneration = %d, want 3", st.ObservedGeneration)
 			}
@@ -59,10 +59,10 @@ func TestComputeStatus(t *testing.T) {
 func TestComputeStatusKeepsTransitionTime(t *testing.T) {
 	tn := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "t", Generation: 1}}
 	results := []namespaceResult{{name: "a", state: tenancyv1alpha1.NamespaceReady}}
-	first := computeStatus(tn, results)
+	first := computeStatus(tn, results, nil)
 	tn.Status = first
 	tn.Generation = 2
-	second := computeStatus(tn, results)
+	second := computeStatus(tn, results, nil)
 	a := meta.FindStatusCondition(first.Conditions, tenancyv1alpha1.ConditionReady)
 	b := meta.FindStatusCondition(second.Conditions, tenancyv1alpha1.ConditionReady)
 	if !a.LastTransitionTime.Equal(&b.LastTransitionTime) {

@@ -1,8 +1,34 @@
 // Package postgres is the PostgreSQL engine of the data controllers, using pgx.
+//
+// What a DevDatabase's role can and cannot touch decides what Orderly may trust:
+//
+//   - The database is owned by the admin, and the role gets CONNECT, TEMPORARY and
+//     CREATE on it and owns its public schema. So the role cannot write the
+//     database's comment (Orderly's ownership marker), its settings (which would
+//     apply to the admin's sessions too) or its name. The role's own comment needs
+//     CREATEROLE to change. Databases made by earlier versions, owned by the role,
+//     are recognised by the role's marker alone and taken over on the next Ensure.
+//   - Every admin session runs with search_path pg_catalog, pg_temp (sent at
+//     connection start, which no database or role setting overrides), so that no
+//     object the role creates can be picked instead of a built-in one: the
+//     CVE-2018-1058 class.
+//   - Extensions are created once, when the database is created and before the
+//     role has a password anyone knows, in the schema "extensions", owned by the
+//     admin, which the role may use but not write.
+//   - Every statement has a deadline in Orderly and statement_timeout and
+//     lock_timeout on the server, so a hung server or a lock held elsewhere never
+//     holds a worker for long.
 package postgres
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -26,20 +52,74 @@ const markerPrefix = "orderly.dev/owner-uid="
 // left behind: no longer Orderly's, never dropped by it.
 const retainedPrefix = "orderly.dev/retained-from="
 
+// ExtensionsSchema is the schema, owned by the admin, that extensions are created in.
+const ExtensionsSchema = "extensions"
+
+// adminSearchPath is the search_path of every admin session: built-ins only, the
+// session's own temporary schema last.
+const adminSearchPath = "pg_catalog, pg_temp"
+
+// creatingSuffix follows the marker on a role while Orderly creates its database:
+// the database exists unmarked (CREATE DATABASE and COMMENT cannot share a
+// transaction) until it is prepared, and only this says that Orderly made it.
+const creatingSuffix = ";creating-database"
+
 // Marker is the comment on a database or role owned by the DevDatabase with uid.
 func Marker(uid string) string { return markerPrefix + uid }
 
+// creatingMarker is the role's comment while its database is being created.
+func creatingMarker(uid string) string { return Marker(uid) + creatingSuffix }
+
 // SQLSTATE codes Orderly reacts to.
 const (
-	codeObjectInUse        = "55006"
-	codeInvalidCatalogName = "3D000"
-	codeDuplicateDatabase  = "42P04"
-	codeDuplicateObject    = "42710"
+	codeObjectInUse         = "55006"
+	codeInvalidCatalogName  = "3D000"
+	codeDuplicateDatabase   = "42P04"
+	codeInsufficientPriv    = "42501"
+	codeLockNotAvailable    = "55P03"
+	codeQueryCanceled       = "57014"
+	codeIdleInTransactionTO = "25P03"
 )
 
+// Timeouts bound the work on a server. Zero fields take the defaults.
+type Timeouts struct {
+	// Statement is each statement's statement_timeout on the server; Orderly gives
+	// up waiting for an answer a little later (Grace), so that a server that
+	// stopped answering holds a worker no longer. Default 30 s.
+	Statement time.Duration
+	// Lock is lock_timeout: how long a statement waits for a lock another session
+	// holds. Default 5 s.
+	Lock time.Duration
+	// Clone is the statement_timeout of CREATE DATABASE ... TEMPLATE, which copies a
+	// whole database. Default 10 min.
+	Clone time.Duration
+	// Grace is how much longer than the server's own timeout Orderly waits for an
+	// answer. Default 2 s.
+	Grace time.Duration
+}
+
+// DefaultTimeouts are the timeouts of a Connector that sets none.
+var DefaultTimeouts = Timeouts{Statement: 30 * time.Second, Lock: 5 * time.Second, Clone: 10 * time.Minute, Grace: 2 * time.Second}
+
+func (t Timeouts) withDefaults() Timeouts {
+	if t.Statement <= 0 {
+		t.Statement = DefaultTimeouts.Statement
+	}
+	if t.Lock <= 0 {
+		t.Lock = DefaultTimeouts.Lock
+	}
+	if t.Clone <= 0 {
+		t.Clone = DefaultTimeouts.Clone
+	}
+	if t.Grace <= 0 {
+		t.Grace = DefaultTimeouts.Grace
+	}
+	return t
+}
+
 // Connector keeps one small pool per DatabaseServer. A pool is replaced (and the old
-// one closed) when the server's host, port, sslMode or admin credentials change, so
-// that no connections made with old credentials linger on the server.
+// one closed) when the server's host, port, sslMode, CA or admin credentials change,
+// so that no connections made with old credentials linger on the server.
 type Connector struct {
 	mu    sync.Mutex
 	pools map[string]*pool
@@ -49,15 +129,17 @@ type Connector struct {
 	closing sync.WaitGroup
 	// MaxConns bounds each pool; default 8.
 	MaxConns int32
+	// Timeouts bound every statement; zero fields take DefaultTimeouts.
+	Timeouts Timeouts
 }
 
 // errClosed is returned by Connect after Close.
 var errClosed = errors.New("the database connector is closed")
 
-// pool is one server's pool and the connection string it was made with.
+// pool is one server's pool and the settings it was made with.
 type pool struct {
 	*pgxpool.Pool
-	connString string
+	settings string
 }
 
 // NewConnector returns a Connector with no pools yet.
@@ -93,17 +175,51 @@ func (c *Connector) Forget(name string) {
 // lock, waits for every pool closed before it.
 func (c *Connector) closeLater(p *pool) { c.closing.Go(p.Close) }
 
-// ConnString builds a libpq keyword/value connection string; values are quoted.
+// ConnString builds a libpq keyword/value connection string; values are quoted. The
+// sslmode is the server's effective one (verify-full with a CA).
 func ConnString(s engine.Server, database string) string {
 	q := func(v string) string {
 		return "'" + strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), `'`, `\'`) + "'"
 	}
-	sslMode := s.SSLMode
-	if sslMode == "" {
-		sslMode = "prefer"
-	}
 	return fmt.Sprintf("host=%s port=%d dbname=%s user=%s password=%s sslmode=%s connect_timeout=5 application_name=orderly",
-		q(s.Host), s.Port, q(database), q(s.Username), q(s.Password), q(sslMode))
+		q(s.Host), s.Port, q(database), q(s.Username), q(s.Password), q(s.EffectiveSSLMode()))
+}
+
+// settings identifies what a pool was made with: the connection string, the CA and
+// the timeouts.
+func settings(s engine.Server, t Timeouts) string {
+	ca := sha256.Sum256(s.CACert)
+	return fmt.Sprintf("%s ca=%s timeouts=%v", ConnString(s, "postgres"), hex.EncodeToString(ca[:]), t)
+}
+
+// tune gives an admin connection its safe session: the pinned search_path and the
+// server-side timeouts, sent at connection start (where no database or role setting
+// overrides them), and the CA to verify the server with.
+func tune(cc *pgconn.Config, s engine.Server, t Timeouts, statement time.Duration) error {
+	if cc.RuntimeParams == nil {
+		cc.RuntimeParams = map[string]string{}
+	}
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	cc.RuntimeParams["search_path"] = adminSearchPath
+	cc.RuntimeParams["statement_timeout"] = ms(statement)
+	cc.RuntimeParams["lock_timeout"] = ms(t.Lock)
+	cc.RuntimeParams["idle_in_transaction_session_timeout"] = ms(t.Statement)
+	if len(s.CACert) == 0 {
+		return nil
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(s.CACert) {
+		return fmt.Errorf("%w: the CA Secret holds no PEM certificate", engine.ErrCredentials)
+	}
+	if cc.TLSConfig != nil {
+		cc.TLSConfig.RootCAs = roots
+	}
+	for _, f := range cc.Fallbacks {
+		if f.TLSConfig != nil {
+			f.TLSConfig.RootCAs = roots
+		}
+	}
+	return nil
 }
 
 // Connect returns the engine for s, reusing its pool while s is unchanged.
@@ -111,27 +227,31 @@ func (c *Connector) Connect(ctx context.Context, kind string, s engine.Server) (
 	if kind != "" && kind != "postgres" {
 		return nil, fmt.Errorf("engine %q is not supported", kind)
 	}
-	connString := ConnString(s, "postgres")
+	t := c.Timeouts.withDefaults()
 	key := s.Name
 	if key == "" {
-		key = connString
+		key = ConnString(s, "postgres")
 	}
+	want := settings(s, t)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, errClosed
 	}
 	if p, ok := c.pools[key]; ok {
-		if p.connString == connString {
-			return &Postgres{pool: p.Pool, server: s}, nil
+		if p.settings == want {
+			return &Postgres{pool: p.Pool, server: s, timeouts: t}, nil
 		}
 		delete(c.pools, key)
 		c.closeLater(p)
 	}
-	cfg, err := pgxpool.ParseConfig(connString)
+	cfg, err := pgxpool.ParseConfig(ConnString(s, "postgres"))
 	if err != nil {
 		// The error could quote the connection string, and so the password.
 		return nil, errors.New("invalid connection settings for the database server")
+	}
+	if err := tune(&cfg.ConnConfig.Config, s, t, t.Statement); err != nil {
+		return nil, err
 	}
 	cfg.MaxConns = c.MaxConns
 	if cfg.MaxConns == 0 {
@@ -145,14 +265,15 @@ func (c *Connector) Connect(ctx context.Context, kind string, s engine.Server) (
 	if c.pools == nil {
 		c.pools = map[string]*pool{}
 	}
-	c.pools[key] = &pool{Pool: p, connString: connString}
-	return &Postgres{pool: p, server: s}, nil
+	c.pools[key] = &pool{Pool: p, settings: want}
+	return &Postgres{pool: p, server: s, timeouts: t}, nil
 }
 
 // Postgres is the engine for one PostgreSQL server.
 type Postgres struct {
-	pool   *pgxpool.Pool
-	server engine.Server
+	pool     *pgxpool.Pool
+	server   engine.Server
+	timeouts Timeouts
 }
 
 var _ engine.Engine = (*Postgres)(nil)
@@ -161,11 +282,34 @@ func ident(s string) string { return pgx.Identifier{s}.Sanitize() }
 
 func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// safeError describes err without anything that could carry a password.
+// deadline bounds waiting for the answer to n statements of the usual kind.
+func (p *Postgres) deadline(ctx context.Context, n int) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, time.Duration(n)*p.timeouts.Statement+p.timeouts.Grace)
+}
+
+// exec runs sql (statements separated by semicolons run as one implicit
+// transaction) on the pool, within the deadline of n statements.
+func (p *Postgres) exec(ctx context.Context, n int, what, sql string, args ...any) error {
+	ctx, cancel := p.deadline(ctx, n)
+	defer cancel()
+	_, err := p.pool.Exec(ctx, sql, args...)
+	return p.classify(err, what)
+}
+
+// safeError describes err without anything that could carry a password or the
+// admin's name: a server error is reduced to its message and SQLSTATE (a refused
+// login to its SQLSTATE alone, since its message names the user), a connection
+// error to its cause without the connection settings.
 func safeError(err error) string {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		if strings.HasPrefix(pgErr.Code, "28") {
+			return fmt.Sprintf("the server refused the admin's login (SQLSTATE %s)", pgErr.Code)
+		}
 		return fmt.Sprintf("%s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return "the server did not answer in time"
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) {
@@ -173,63 +317,108 @@ func safeError(err error) string {
 	}
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) {
-		return connErr.Error()
+		// Its own message names the admin user; what went wrong is underneath.
+		if inner := errors.Unwrap(connErr); inner != nil {
+			return safeError(inner)
+		}
+		return "cannot connect"
 	}
 	return err.Error()
 }
 
-// classify wraps connection-level failures in ErrUnreachable.
-func classify(err error, what string) error {
+// classify wraps connection-level failures in ErrUnreachable and the server's own
+// timeouts in ErrTimeout.
+func (p *Postgres) classify(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	return classify(err, what, p.timeouts)
+}
+
+func classify(err error, what string, t Timeouts) error {
 	if err == nil {
 		return nil
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		switch {
 		// Authentication and connection-exception classes mean the admin cannot work.
-		if strings.HasPrefix(pgErr.Code, "28") || strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P03" {
+		case strings.HasPrefix(pgErr.Code, "28") || strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P03":
 			return fmt.Errorf("%w: %s: %s", engine.ErrUnreachable, what, safeError(err))
+		case pgErr.Code == codeLockNotAvailable:
+			return fmt.Errorf("%w: %s: another session holds a lock it needs (waited %s): %s", engine.ErrTimeout, what, t.Lock, safeError(err))
+		case pgErr.Code == codeQueryCanceled || pgErr.Code == codeIdleInTransactionTO:
+			return fmt.Errorf("%w: %s: %s", engine.ErrTimeout, what, safeError(err))
 		}
 		return fmt.Errorf("%s: %s", what, safeError(err))
 	}
-	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: %s: %s", engine.ErrUnreachable, what, safeError(err))
+	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return fmt.Errorf("%w: %s: the server did not answer in time", engine.ErrUnreachable, what)
 	}
 	var connErr *pgconn.ConnectError
 	var netErr net.Error
-	if errors.As(err, &connErr) || errors.As(err, &netErr) {
+	if pgconn.SafeToRetry(err) || errors.As(err, &connErr) || errors.As(err, &netErr) {
 		return fmt.Errorf("%w: %s: %s", engine.ErrUnreachable, what, safeError(err))
 	}
 	return fmt.Errorf("%s: %s", what, safeError(err))
 }
 
-// Info reports the server's version and how many databases Orderly owns there.
+// identity is the server's system_identifier, or "" when the admin may not read it.
+func (p *Postgres) identity(ctx context.Context) (string, error) {
+	ctx, cancel := p.deadline(ctx, 1)
+	defer cancel()
+	var id string
+	err := p.pool.QueryRow(ctx, `SELECT system_identifier::text FROM pg_control_system()`).Scan(&id)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == codeInsufficientPriv {
+		return "", nil
+	}
+	return id, p.classify(err, "reading the server's identity")
+}
+
+// sameServer refuses work on a server that is not the one the database was made on.
+func sameServer(want, got string) error {
+	if want != "" && got != "" && want != got {
+		return fmt.Errorf("%w: it was created on server %s, and the server now answering is %s", engine.ErrServerChanged, want, got)
+	}
+	return nil
+}
+
+// Info reports the server's version, identity and how many databases Orderly owns there.
 func (p *Postgres) Info(ctx context.Context) (engine.Info, error) {
 	var info engine.Info
 	var n int64
-	err := p.pool.QueryRow(ctx, `SELECT current_setting('server_version'),
+	qctx, cancel := p.deadline(ctx, 1)
+	defer cancel()
+	err := p.pool.QueryRow(qctx, `SELECT current_setting('server_version'),
 		(SELECT count(*) FROM pg_database d WHERE starts_with(coalesce(shobj_description(d.oid, 'pg_database'), ''), $1))`,
 		markerPrefix).Scan(&info.Version, &n)
 	if err != nil {
-		return info, classify(err, "querying the server")
+		return info, p.classify(err, "querying the server")
 	}
 	info.OwnedDatabases = int(n)
-	return info, nil
+	info.SystemIdentifier, err = p.identity(ctx)
+	return info, err
 }
 
 type roleState struct {
-	exists  bool
-	comment string
+	exists     bool
+	comment    string
+	validUntil *time.Time
 }
 
 func (p *Postgres) role(ctx context.Context, name string) (roleState, error) {
+	ctx, cancel := p.deadline(ctx, 1)
+	defer cancel()
 	var st roleState
 	var comment *string
-	err := p.pool.QueryRow(ctx, `SELECT shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = $1`, name).Scan(&comment)
+	err := p.pool.QueryRow(ctx, `SELECT shobj_description(oid, 'pg_authid'), CASE WHEN isfinite(rolvaliduntil) THEN rolvaliduntil END
+		FROM pg_roles WHERE rolname = $1`, name).Scan(&comment, &st.validUntil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, nil
 	}
 	if err != nil {
-		return st, classify(err, "looking up role")
+		return st, p.classify(err, "looking up role")
 	}
 	st.exists = true
 	if comment != nil {
@@ -245,6 +434,8 @@ type databaseState struct {
 }
 
 func (p *Postgres) database(ctx context.Context, name string) (databaseState, error) {
+	ctx, cancel := p.deadline(ctx, 1)
+	defer cancel()
 	var st databaseState
 	var comment *string
 	err := p.pool.QueryRow(ctx, `SELECT shobj_description(d.oid, 'pg_database'), pg_get_userbyid(d.datdba)
@@ -253,7 +444,7 @@ func (p *Postgres) database(ctx context.Context, name string) (databaseState, er
 		return st, nil
 	}
 	if err != nil {
-		return st, classify(err, "looking up database")
+		return st, p.classify(err, "looking up database")
 	}
 	st.exists = true
 	if comment != nil {
@@ -262,82 +453,175 @@ func (p *Postgres) database(ctx context.Context, name string) (databaseState, er
 	return st, nil
 }
 
-// ownsDatabase says whether the database is this owner's: marked with its UID, or
-// (after a crash between CREATE DATABASE and COMMENT, which cannot share a
-// transaction) unmarked and owned by the owner's marked role.
-func ownsDatabase(st databaseState, role roleState, db engine.Database) bool {
-	if st.comment == Marker(db.OwnerUID) {
-		return true
-	}
-	return st.comment == "" && st.owner == db.Role && role.exists && role.comment == Marker(db.OwnerUID)
+// ownership is what Orderly may conclude about an existing database with a
+// DevDatabase's name.
+type ownership int
+
+const (
+	// notOurs: never altered or dropped.
+	notOurs ownership = iota
+	// ours: owned by the admin side and marked; prepared.
+	ours
+	// unprepared: owned by the admin side, unmarked, and its role is marked: Orderly
+	// created it and stopped before preparing and marking it (a crash, a timeout).
+	unprepared
+	// legacy: owned by the marked role, as earlier versions made them. The role
+	// could have rewritten the database's comment, so it is no evidence either way.
+	legacy
+	// released: a retained database, handed to the admin; no longer Orderly's.
+	released
+)
+
+// roleMarked says whether the role is marked as db's (the role cannot comment on
+// itself: that needs CREATEROLE).
+func roleMarked(role roleState, db engine.Database) bool {
+	return role.exists && (role.comment == Marker(db.OwnerUID) || role.comment == creatingMarker(db.OwnerUID))
 }
 
-// Ensure creates what is missing of db's role, database, privileges and extensions.
+// judge decides who a database belongs to from what the role cannot write: the
+// database's owner, the role's marker, and the database's comment only when the
+// role does not own the database (only the owner may comment on it).
+func judge(st databaseState, role roleState, db engine.Database) ownership {
+	switch {
+	case st.owner == db.Role && roleMarked(role, db):
+		return legacy
+	case st.owner == db.Role:
+		return notOurs
+	case strings.HasPrefix(st.comment, retainedPrefix):
+		return released
+	case st.comment == Marker(db.OwnerUID):
+		return ours
+	case st.comment == "" && role.exists && role.comment == creatingMarker(db.OwnerUID):
+		return unprepared
+	}
+	return notOurs
+}
+
+// validUntil is the VALID UNTIL clause's value for t.
+func validUntil(t time.Time) string {
+	if t.IsZero() {
+		return "infinity"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// sameValidity says whether the role's VALID UNTIL is t (to the second).
+func sameValidity(have *time.Time, t time.Time) bool {
+	if have == nil || have.IsZero() || have.Year() > 9999 {
+		return t.IsZero()
+	}
+	return !t.IsZero() && have.Truncate(time.Second).Equal(t.Truncate(time.Second))
+}
+
+// Ensure creates what is missing of db's role and database, prepares a new database
+// (privileges, public schema, extensions) and takes over a database made by an
+// earlier version.
 func (p *Postgres) Ensure(ctx context.Context, db engine.Database) (engine.EnsureResult, error) {
 	var res engine.EnsureResult
+	id, err := p.identity(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.ServerID = id
+	if err := sameServer(db.ServerID, id); err != nil {
+		return res, err
+	}
 	role, err := p.role(ctx, db.Role)
 	if err != nil {
 		return res, err
 	}
-	switch {
-	case !role.exists:
-		// Role and marker in one transaction: a role with Orderly's name and no
-		// marker can only be someone else's.
-		tx, err := p.pool.Begin(ctx)
-		if err != nil {
-			return res, classify(err, "creating role")
-		}
-		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-		if _, err := tx.Exec(ctx, "CREATE ROLE "+ident(db.Role)+" LOGIN PASSWORD "+literal(db.Password)); err != nil {
-			return res, classify(err, "creating role")
-		}
-		if _, err := tx.Exec(ctx, "COMMENT ON ROLE "+ident(db.Role)+" IS "+literal(Marker(db.OwnerUID))); err != nil {
-			return res, classify(err, "marking role")
-		}
-		if err := tx.Commit(ctx); err != nil {
-			return res, classify(err, "creating role")
-		}
-		role = roleState{exists: true, comment: Marker(db.OwnerUID)}
-	case role.comment != Marker(db.OwnerUID):
+	if role.exists && !roleMarked(role, db) {
 		return res, fmt.Errorf("role %s %w", db.Role, engine.ErrNotOwned)
-	case db.SetPassword:
-		if _, err := p.pool.Exec(ctx, "ALTER ROLE "+ident(db.Role)+" PASSWORD "+literal(db.Password)); err != nil {
-			return res, classify(err, "setting the role's password")
-		}
 	}
-
-	dbState, err := p.database(ctx, db.Name)
+	st, err := p.database(ctx, db.Name)
 	if err != nil {
 		return res, err
 	}
-	if dbState.exists && !ownsDatabase(dbState, role, db) {
-		return res, fmt.Errorf("database %s %w", db.Name, engine.ErrNotOwned)
+	// The role says "creating" from before CREATE DATABASE until the database is
+	// marked, so that an unmarked database of this name is known to be Orderly's.
+	wantComment := Marker(db.OwnerUID)
+	if !st.exists {
+		wantComment = creatingMarker(db.OwnerUID)
 	}
-	if !dbState.exists {
+	r := ident(db.Role)
+	if !role.exists {
+		verifier, err := scramVerifier(db.Password)
+		if err != nil {
+			return res, err
+		}
+		// Role and marker in one (implicit) transaction: a role with Orderly's name
+		// and no marker can only be someone else's.
+		if err := p.exec(ctx, 2, "creating role",
+			"CREATE ROLE "+r+" LOGIN PASSWORD "+literal(verifier)+" VALID UNTIL "+literal(validUntil(db.ValidUntil))+
+				"; COMMENT ON ROLE "+r+" IS "+literal(wantComment)); err != nil {
+			return res, err
+		}
+		role = roleState{exists: true, comment: wantComment}
+	} else {
+		if db.SetPassword {
+			verifier, err := scramVerifier(db.Password)
+			if err != nil {
+				return res, err
+			}
+			if err := p.exec(ctx, 1, "setting the role's password", "ALTER ROLE "+r+" PASSWORD "+literal(verifier)); err != nil {
+				return res, err
+			}
+		}
+		if !sameValidity(role.validUntil, db.ValidUntil) {
+			if err := p.exec(ctx, 1, "setting the role's expiry", "ALTER ROLE "+r+" VALID UNTIL "+literal(validUntil(db.ValidUntil))); err != nil {
+				return res, err
+			}
+		}
+		if !st.exists && role.comment != wantComment {
+			if err := p.exec(ctx, 1, "marking role", "COMMENT ON ROLE "+r+" IS "+literal(wantComment)); err != nil {
+				return res, err
+			}
+			role.comment = wantComment
+		}
+	}
+
+	state := unprepared
+	if st.exists {
+		state = judge(st, role, db)
+	} else {
 		if err := p.createDatabase(ctx, db); err != nil {
 			return res, err
 		}
 		res.Created = true
 	}
-	if dbState.comment == "" {
-		if _, err := p.pool.Exec(ctx, "COMMENT ON DATABASE "+ident(db.Name)+" IS "+literal(Marker(db.OwnerUID))); err != nil {
-			return res, classify(err, "marking database")
+	switch state {
+	case ours:
+		if role.comment == Marker(db.OwnerUID) {
+			return res, nil
 		}
-	}
-	if res.Created || len(db.Extensions) > 0 {
-		if err := p.prepareInside(ctx, db, res.Created); err != nil {
+	case unprepared:
+		if err := p.prepare(ctx, db); err != nil {
 			return res, err
 		}
+	case legacy:
+		if err := p.takeOver(ctx, db); err != nil {
+			return res, err
+		}
+	default:
+		return res, fmt.Errorf("database %s %w", db.Name, engine.ErrNotOwned)
 	}
-	return res, nil
+	// Marked last, both in one transaction: a marked database is a prepared one.
+	return res, p.exec(ctx, 2, "marking database", "COMMENT ON DATABASE "+ident(db.Name)+" IS "+literal(Marker(db.OwnerUID))+
+		"; COMMENT ON ROLE "+r+" IS "+literal(Marker(db.OwnerUID)))
 }
 
+// createDatabase creates db owned by the admin, with no access for PUBLIC. A clone
+// runs on a connection of its own with the longer Clone timeout.
 func (p *Postgres) createDatabase(ctx context.Context, db engine.Database) error {
-	stmt := "CREATE DATABASE " + ident(db.Name) + " OWNER " + ident(db.Role)
-	if db.Template != "" {
-		stmt += " TEMPLATE " + ident(db.Template)
+	stmt := "CREATE DATABASE " + ident(db.Name)
+	var err error
+	if db.Template == "" {
+		ctx, cancel := p.deadline(ctx, 1)
+		_, err = p.pool.Exec(ctx, stmt)
+		cancel()
+	} else {
+		err = p.clone(ctx, stmt+" TEMPLATE "+ident(db.Template))
 	}
-	_, err := p.pool.Exec(ctx, stmt)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
@@ -351,106 +635,231 @@ func (p *Postgres) createDatabase(ctx context.Context, db engine.Database) error
 		}
 	}
 	if err != nil {
-		return classify(err, "creating database")
+		return p.classify(err, "creating database")
 	}
-	// Nobody but the owner (and superusers) may connect or make temporary tables.
-	if _, err := p.pool.Exec(ctx, "REVOKE ALL ON DATABASE "+ident(db.Name)+" FROM PUBLIC"); err != nil {
-		return classify(err, "revoking public access")
-	}
-	return nil
+	// Nobody but the role (granted later) and superusers may connect or make
+	// temporary tables.
+	return p.exec(ctx, 1, "revoking public access", "REVOKE ALL ON DATABASE "+ident(db.Name)+" FROM PUBLIC")
 }
 
-// prepareInside connects to the new database as the admin: grants the role what a
-// cloned template's objects need, and creates extensions.
-func (p *Postgres) prepareInside(ctx context.Context, db engine.Database, created bool) error {
-	cfg, err := pgx.ParseConfig(ConnString(p.server, db.Name))
+// clone runs a CREATE DATABASE ... TEMPLATE on a connection of its own, whose
+// statement_timeout is the Clone timeout, so the pool's sessions keep the short one.
+func (p *Postgres) clone(ctx context.Context, stmt string) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeouts.Clone+p.timeouts.Grace)
+	defer cancel()
+	conn, err := p.connectTo(ctx, "postgres", p.timeouts.Clone)
 	if err != nil {
-		return errors.New("invalid connection settings for the database server")
+		return err
+	}
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	_, err = conn.Exec(ctx, stmt)
+	return err
+}
+
+// connectTo opens an admin session to database, tuned like the pool's, with the
+// given statement_timeout.
+func (p *Postgres) connectTo(ctx context.Context, database string, statement time.Duration) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(ConnString(p.server, database))
+	if err != nil {
+		return nil, errors.New("invalid connection settings for the database server")
+	}
+	if err := tune(&cfg.Config, p.server, p.timeouts, statement); err != nil {
+		return nil, err
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return classify(err, "connecting to the new database")
+		return nil, p.classify(err, "connecting to database "+database)
+	}
+	return conn, nil
+}
+
+// inside runs statements inside database as the admin, in one implicit
+// transaction, with queries first to decide them. fn receives the session and
+// returns the statements to run.
+func (p *Postgres) inside(ctx context.Context, database, what string, fn func(ctx context.Context, conn *pgx.Conn) ([]string, error)) error {
+	// Connecting and the queries that decide the statements: a few statements' time.
+	qctx, cancel := p.deadline(ctx, 4)
+	defer cancel()
+	conn, err := p.connectTo(qctx, database, p.timeouts.Statement)
+	if err != nil {
+		return err
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	if created && db.Template != "" {
-		// Objects cloned from the template keep the template's owners; give the role
-		// full use of every table, sequence and schema in its own database.
-		rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace
-			WHERE nspname NOT LIKE 'pg\_%' AND nspname <> 'information_schema'`)
-		if err != nil {
-			return classify(err, "listing schemas")
-		}
-		schemas, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return classify(err, "listing schemas")
-		}
-		r := ident(db.Role)
-		for _, s := range schemas {
-			n := ident(s)
-			for _, stmt := range []string{
-				"GRANT USAGE, CREATE ON SCHEMA " + n + " TO " + r,
-				"GRANT ALL ON ALL TABLES IN SCHEMA " + n + " TO " + r,
-				"GRANT ALL ON ALL SEQUENCES IN SCHEMA " + n + " TO " + r,
-				"GRANT ALL ON ALL FUNCTIONS IN SCHEMA " + n + " TO " + r,
-			} {
-				if _, err := conn.Exec(ctx, stmt); err != nil {
-					return classify(err, "granting privileges on the cloned objects")
-				}
-			}
-		}
+	stmts, err := fn(qctx, conn)
+	if err != nil {
+		return err
 	}
-	for _, ext := range db.Extensions {
-		if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS "+ident(ext)); err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code != codeDuplicateObject {
-				return fmt.Errorf("%w: %s: %s", engine.ErrExtension, ext, pgErr.Message)
-			}
-			if !errors.As(err, &pgErr) {
-				return classify(err, "creating extension "+ext)
-			}
-		}
+	if len(stmts) == 0 {
+		return nil
+	}
+	sctx, scancel := p.deadline(ctx, len(stmts))
+	defer scancel()
+	if _, err := conn.Exec(sctx, strings.Join(stmts, ";\n")); err != nil {
+		return p.classify(err, what)
 	}
 	return nil
 }
 
+// publicOwnership returns the statement that gives the role its database's public
+// schema, where the schema follows the database's owner (pg_database_owner, from
+// PostgreSQL 15): the admin owns the database, and the role should own public as
+// it did when it owned the database.
+func (p *Postgres) publicOwnership(ctx context.Context, conn *pgx.Conn, role string) ([]string, error) {
+	var owner string
+	err := conn.QueryRow(ctx, `SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'public'`).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, p.classify(err, "looking up the public schema")
+	}
+	if owner != "pg_database_owner" {
+		return nil, nil
+	}
+	return []string{"ALTER SCHEMA public OWNER TO " + ident(role)}, nil
+}
+
+// prepare makes a database Orderly created ready for its role, in one transaction
+// inside it: privileges on a clone's objects, the public schema, the extensions, and
+// the role's access to the database.
+func (p *Postgres) prepare(ctx context.Context, db engine.Database) error {
+	r := ident(db.Role)
+	return p.inside(ctx, db.Name, "preparing the database", func(ctx context.Context, conn *pgx.Conn) ([]string, error) {
+		var stmts []string
+		if db.Template != "" {
+			// Objects cloned from the template keep the template's owners; give the
+			// role full use of every table, sequence and schema in its own database,
+			// except the admin's extensions schema, which it may only use.
+			rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace
+				WHERE nspname NOT LIKE 'pg\_%' AND nspname <> 'information_schema' AND nspname <> $1`, ExtensionsSchema)
+			if err != nil {
+				return nil, p.classify(err, "listing schemas")
+			}
+			schemas, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return nil, p.classify(err, "listing schemas")
+			}
+			for _, s := range schemas {
+				n := ident(s)
+				stmts = append(stmts,
+					"GRANT USAGE, CREATE ON SCHEMA "+n+" TO "+r,
+					"GRANT ALL ON ALL TABLES IN SCHEMA "+n+" TO "+r,
+					"GRANT ALL ON ALL SEQUENCES IN SCHEMA "+n+" TO "+r,
+					"GRANT ALL ON ALL FUNCTIONS IN SCHEMA "+n+" TO "+r)
+			}
+		}
+		public, err := p.publicOwnership(ctx, conn, db.Role)
+		if err != nil {
+			return nil, err
+		}
+		stmts = append(stmts, public...)
+		if len(db.Extensions) > 0 {
+			ext, err := p.extensionStatements(ctx, conn, db)
+			if err != nil {
+				return nil, err
+			}
+			stmts = append(stmts, ext...)
+		}
+		return append(stmts, "GRANT CONNECT, TEMPORARY, CREATE ON DATABASE "+ident(db.Name)+" TO "+r), nil
+	})
+}
+
+// extensionStatements creates db's extensions in the admin's schema "extensions",
+// which the role may use and not write (an extension whose control file fixes its
+// schema goes there instead), and puts that schema on the database's search_path
+// for the role's sessions. The admin's own sessions ignore that setting.
+func (p *Postgres) extensionStatements(ctx context.Context, conn *pgx.Conn, db engine.Database) ([]string, error) {
+	r, x := ident(db.Role), ident(ExtensionsSchema)
+	stmts := []string{
+		"CREATE SCHEMA IF NOT EXISTS " + x,
+		// A schema of that name cloned from a template keeps the template's owner;
+		// whoever owns it, the role must not write it.
+		"REVOKE CREATE ON SCHEMA " + x + " FROM PUBLIC, " + r,
+		"GRANT USAGE ON SCHEMA " + x + " TO " + r,
+	}
+	for _, name := range db.Extensions {
+		var fixed *string
+		err := conn.QueryRow(ctx, `SELECT v.schema::text FROM pg_available_extension_versions v
+			JOIN pg_available_extensions a ON a.name = v.name AND a.default_version = v.version WHERE v.name = $1`, name).Scan(&fixed)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("%w: %s: it is not available on the server", engine.ErrExtension, name)
+		}
+		if err != nil {
+			return nil, p.classify(err, "looking up extension "+name)
+		}
+		stmt := "CREATE EXTENSION IF NOT EXISTS " + ident(name)
+		if fixed == nil {
+			stmt += " SCHEMA " + x
+		}
+		stmts = append(stmts, stmt)
+	}
+	return append(stmts, "ALTER DATABASE "+ident(db.Name)+` SET search_path = "$user", public, `+x), nil
+}
+
+// takeOver brings a database made by an earlier version (owned by its role) to
+// today's form: owned by the admin, the role's settings on it reset (they would
+// apply to the admin's sessions too), the role granted what it had as the owner,
+// and its public schema given back to it.
+func (p *Postgres) takeOver(ctx context.Context, db engine.Database) error {
+	d, r := ident(db.Name), ident(db.Role)
+	if err := p.exec(ctx, 4, "taking over a database made by an earlier version",
+		"ALTER DATABASE "+d+" OWNER TO CURRENT_USER; ALTER DATABASE "+d+" RESET ALL; REVOKE ALL ON DATABASE "+d+" FROM PUBLIC; "+
+			"GRANT CONNECT, TEMPORARY, CREATE ON DATABASE "+d+" TO "+r); err != nil {
+		return err
+	}
+	return p.inside(ctx, db.Name, "giving the role its public schema", func(ctx context.Context, conn *pgx.Conn) ([]string, error) {
+		return p.publicOwnership(ctx, conn, db.Role)
+	})
+}
+
 // Drop terminates connections, then drops db and its role, or with retain hands the
-// database to the admin and drops only the role. What is not marked as this
-// DevDatabase's is never dropped or altered.
+// database to the admin and drops only the role. What is not Orderly's is never
+// dropped or altered, and nothing is done on a server other than the database's.
 func (p *Postgres) Drop(ctx context.Context, db engine.Database, retain bool) error {
+	id, err := p.identity(ctx)
+	if err != nil {
+		return err
+	}
+	if err := sameServer(db.ServerID, id); err != nil {
+		return err
+	}
 	role, err := p.role(ctx, db.Role)
 	if err != nil {
 		return err
 	}
-	if role.exists && role.comment != Marker(db.OwnerUID) {
+	if role.exists && !roleMarked(role, db) {
 		return fmt.Errorf("role %s %w", db.Role, engine.ErrNotOwned)
 	}
-	dbState, err := p.database(ctx, db.Name)
+	st, err := p.database(ctx, db.Name)
 	if err != nil {
 		return err
 	}
-	if dbState.exists && !strings.HasPrefix(dbState.comment, retainedPrefix) {
-		if !ownsDatabase(dbState, role, db) {
-			return fmt.Errorf("database %s %w", db.Name, engine.ErrNotOwned)
-		}
-		if retain {
-			if err := p.release(ctx, db); err != nil {
+	if st.exists {
+		switch judge(st, role, db) {
+		case released:
+		case ours, unprepared, legacy:
+			if retain {
+				if err := p.release(ctx, db); err != nil {
+					return err
+				}
+				break
+			}
+			if err := p.exec(ctx, 1, "terminating connections", `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, db.Name); err != nil {
 				return err
 			}
-		} else {
-			if _, err := p.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, db.Name); err != nil {
-				return classify(err, "terminating connections")
+			if err := p.exec(ctx, 1, "dropping database", "DROP DATABASE IF EXISTS "+ident(db.Name)+" WITH (FORCE)"); err != nil {
+				return err
 			}
-			if _, err := p.pool.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(db.Name)+" WITH (FORCE)"); err != nil {
-				return classify(err, "dropping database")
-			}
+		default:
+			return fmt.Errorf("database %s %w", db.Name, engine.ErrNotOwned)
 		}
 	}
 	if role.exists {
-		if _, err := p.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, db.Role); err != nil {
-			return classify(err, "terminating the role's connections")
+		if err := p.exec(ctx, 1, "terminating the role's connections", `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, db.Role); err != nil {
+			return err
 		}
-		if _, err := p.pool.Exec(ctx, "DROP ROLE IF EXISTS "+ident(db.Role)); err != nil {
-			return classify(err, "dropping role")
+		if err := p.exec(ctx, 1, "dropping role", "DROP ROLE IF EXISTS "+ident(db.Role)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -459,30 +868,43 @@ func (p *Postgres) Drop(ctx context.Context, db engine.Database, retain bool) er
 // release hands a retained database and everything in it to the admin, and marks it
 // as no longer Orderly's.
 func (p *Postgres) release(ctx context.Context, db engine.Database) error {
-	if _, err := p.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND usename = $2`, db.Name, db.Role); err != nil {
-		return classify(err, "terminating connections")
+	if err := p.exec(ctx, 1, "terminating connections", `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND usename = $2`, db.Name, db.Role); err != nil {
+		return err
 	}
-	cfg, err := pgx.ParseConfig(ConnString(p.server, db.Name))
+	r := ident(db.Role)
+	// Inside the database: REASSIGN covers its objects (and the database itself, for
+	// one made by an earlier version); DROP OWNED also revokes the role's privileges.
+	return p.inside(ctx, db.Name, "releasing the retained database", func(context.Context, *pgx.Conn) ([]string, error) {
+		return []string{
+			"REASSIGN OWNED BY " + r + " TO CURRENT_USER",
+			"DROP OWNED BY " + r,
+			"COMMENT ON DATABASE " + ident(db.Name) + " IS " + literal(retainedPrefix+db.OwnerUID),
+		}, nil
+	})
+}
+
+// scramVerifier returns the SCRAM-SHA-256 verifier of password, in the form
+// PostgreSQL stores (and accepts in CREATE/ALTER ROLE ... PASSWORD), so that the
+// password itself never reaches the server's logs or pg_stat_statements.
+func scramVerifier(password string) (string, error) {
+	const iterations = 4096
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		return "", err
+	}
+	// Orderly's passwords are ASCII letters and digits, which SASLprep leaves as they are.
+	salted, err := pbkdf2.Key(sha256.New, password, salt, iterations, sha256.Size)
 	if err != nil {
-		return errors.New("invalid connection settings for the database server")
+		return "", err
 	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return classify(err, "connecting to the retained database")
+	mac := func(key []byte, msg string) []byte {
+		h := hmac.New(sha256.New, key)
+		h.Write([]byte(msg))
+		return h.Sum(nil)
 	}
-	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	// Run inside the database: REASSIGN covers its objects and the database itself,
-	// the only shared object the role owns.
-	for _, stmt := range []string{
-		"REASSIGN OWNED BY " + ident(db.Role) + " TO CURRENT_USER",
-		"DROP OWNED BY " + ident(db.Role),
-		"COMMENT ON DATABASE " + ident(db.Name) + " IS " + literal(retainedPrefix+db.OwnerUID),
-	} {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			return classify(err, "releasing the retained database")
-		}
-	}
-	return nil
+	stored := sha256.Sum256(mac(salted, "Client Key"))
+	b64 := base64.StdEncoding.EncodeToString
+	return fmt.Sprintf("SCRAM-SHA-256$%d:%s$%s:%s", iterations, b64(salt), b64(stored[:]), b64(mac(salted, "Server Key"))), nil
 }
 
 // Port formats a port for connection strings.

@@ -140,8 +140,9 @@ func TestCrashBetweenCreateDatabaseAndCommentIsRecovered(t *testing.T) {
 	if _, err := e.Ensure(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	// Simulate the crash: the database lost its marker but is owned by the marked role.
-	if _, err := admin.Exec(ctx, fmt.Sprintf(`COMMENT ON DATABASE %q IS NULL`, db.Name)); err != nil {
+	// Simulate the crash: the database is not marked yet, and its role still says
+	// that Orderly is creating it (as between CREATE DATABASE and the marking).
+	if _, err := admin.Exec(ctx, fmt.Sprintf(`COMMENT ON DATABASE %q IS NULL; COMMENT ON ROLE %q IS '%s'`, db.Name, db.Role, creatingMarker(db.OwnerUID))); err != nil {
 		t.Fatal(err)
 	}
 	db.SetPassword = false

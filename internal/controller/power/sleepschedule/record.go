@@ -1,0 +1,114 @@
+package sleepschedule
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+)
+
+// kindHPA is how records and Events name a HorizontalPodAutoscaler.
+const kindHPA = "HorizontalPodAutoscaler"
+
+// sleepRecord is what SleepStateAnnotation holds: the values before sleep, and the
+// value Orderly set, by which a change made by someone else is recognised.
+type sleepRecord struct {
+	Replicas      *int32 `json:"replicas,omitempty"`
+	SleepReplicas *int32 `json:"sleepReplicas,omitempty"`
+	Suspend       *bool  `json:"suspend,omitempty"`
+	MinReplicas   *int32 `json:"minReplicas,omitempty"`
+	MaxReplicas   int32  `json:"maxReplicas,omitempty"`
+}
+
+// errNoRecord is readRecord's answer for a workload without the annotation.
+var errNoRecord = errors.New("no sleep record")
+
+// readRecord reads and checks the SleepStateAnnotation of o, a workload of kind. The
+// annotation is input: whoever may edit the workload can write it, and a value that
+// cannot be restored (negative replicas, an HPA whose minReplicas is above its
+// maxReplicas) would make every wake, and so the schedule's deletion, fail. Such a
+// record is an error, and the workload is released without being restored.
+//
+// The record returned is shared: it must not be modified.
+func readRecord(o client.Object, kind string) (*sleepRecord, error) {
+	raw, ok := o.GetAnnotations()[powerv1alpha1.SleepStateAnnotation]
+	if !ok {
+		return nil, errNoRecord
+	}
+	key := recordKey{kind: kind, raw: raw}
+	parsed.Lock()
+	r, ok := parsed.m[key]
+	parsed.Unlock()
+	if ok {
+		return r.rec, r.err
+	}
+	r.rec, r.err = parseRecord(raw, kind)
+	parsed.Lock()
+	if len(parsed.m) >= maxParsedRecords {
+		clear(parsed.m)
+	}
+	parsed.m[key] = r
+	parsed.Unlock()
+	return r.rec, r.err
+}
+
+func parseRecord(raw, kind string) (*sleepRecord, error) {
+	var rec sleepRecord
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		return nil, errors.New("the sleep record is not readable JSON")
+	}
+	if err := rec.check(kind); err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// parsed holds records already read, by kind and annotation: every reconcile reads
+// the records of all the workloads a schedule holds asleep, and thousands of them
+// share a handful of values ({"replicas":1,"sleepReplicas":0}). It is emptied when it
+// reaches maxParsedRecords, so that users writing many values cannot grow it.
+var parsed = struct {
+	sync.Mutex
+	m map[recordKey]parsedRecord
+}{m: map[recordKey]parsedRecord{}}
+
+const maxParsedRecords = 4096
+
+type recordKey struct{ kind, raw string }
+
+type parsedRecord struct {
+	rec *sleepRecord
+	err error
+}
+
+// check reports a record that cannot be restored on a workload of kind.
+func (r *sleepRecord) check(kind string) error {
+	switch kind {
+	case powerv1alpha1.KindDeployment, powerv1alpha1.KindStatefulSet:
+		if r.Replicas == nil {
+			return errors.New("the sleep record holds no replicas")
+		}
+		if *r.Replicas < 0 {
+			return fmt.Errorf("the recorded replicas %d is negative", *r.Replicas)
+		}
+		if r.SleepReplicas != nil && *r.SleepReplicas < 0 {
+			return fmt.Errorf("the recorded sleepReplicas %d is negative", *r.SleepReplicas)
+		}
+	case powerv1alpha1.KindCronJob:
+		if r.Suspend == nil {
+			return errors.New("the sleep record holds no suspend")
+		}
+	case kindHPA:
+		if r.MaxReplicas < 1 {
+			return fmt.Errorf("the recorded maxReplicas %d is below 1", r.MaxReplicas)
+		}
+		if r.MinReplicas != nil && (*r.MinReplicas < 0 || *r.MinReplicas > r.MaxReplicas) {
+			return fmt.Errorf("the recorded minReplicas %d is not between 0 and maxReplicas %d", *r.MinReplicas, r.MaxReplicas)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+// Package testprom starts a throwaway Prometheus server for tests: Debian's
+// prometheus package, on a free loopback port, with a generated configuration and its
+// data in a temporary directory. When Prometheus is missing it is installed (as root,
+// with apt-get) or the caller gets an error that says how to install it; tests never
+// skip for lack of it.
+package testprom
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// BinEnv names a prometheus binary to use instead of the one on PATH.
+const BinEnv = "ORDERLY_PROMETHEUS_BIN"
+
+// InstallCommand is what a person runs to install Prometheus.
+const InstallCommand = "sudo apt-get install -y prometheus"
+
+var (
+	installOnce sync.Once
+	installErr  error
+)
+
+// Binary finds the prometheus binary; as root on a system with apt-get it installs
+// Debian's package when it is missing.
+func Binary() (string, error) {
+	if p := os.Getenv(BinEnv); p != "" {
+		return p, nil
+	}
+	if p, err := exec.LookPath("prometheus"); err == nil {
+		return p, nil
+	}
+	if _, err := exec.LookPath("apt-get"); err != nil || os.Geteuid() != 0 {
+		return "", fmt.Errorf("the tests need Prometheus' server: install it with `%s` (or set %s to a prometheus binary)", InstallCommand, BinEnv)
+	}
+	installOnce.Do(func() {
+		for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "prometheus"}} {
+			cmd := exec.Command("apt-get", args...)
+			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				installErr = fmt.Errorf("apt-get %s: %w\n%s", strings.Join(args, " "), err, out)
+				return
+			}
+		}
+	})
+	if installErr != nil {
+		return "", fmt.Errorf("installing Prometheus: %w", installErr)
+	}
+	return exec.LookPath("prometheus")
+}
+
+// Server is a running throwaway Prometheus.
+type Server struct {
+	// URL is its HTTP API's base, http://127.0.0.1:PORT.
+	URL string
+	// Dir holds its configuration, data and log.
+	Dir string
+
+	bin  string
+	port int
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Options configure a Server.
+type Options struct {
+	// Targets are the host:port addresses scraped at /metrics.
+	Targets []string
+	// ScrapeInterval is how often they are scraped (default 1s).
+	ScrapeInterval time.Duration
+}
+
+// Start writes a configuration that scrapes the targets, starts Prometheus and
+// returns once it is ready. Call Close to stop it and remove its files.
+func Start(o Options) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	if o.ScrapeInterval == 0 {
+		o.ScrapeInterval = time.Second
+	}
+	dir, err := os.MkdirTemp("", "orderly-testprom-")
+	if err != nil {
+		return nil, err
+	}
+	quoted := make([]string, 0, len(o.Targets))
+	for _, t := range o.Targets {
+		quoted = append(quoted, fmt.Sprintf("%q", t))
+	}
+	config := fmt.Sprintf(`global:
+  scrape_interval: %s
+  evaluation_interval: %s
+scrape_configs:
+  - job_name: test
+    static_configs:
+      - targets: [%s]
+`, o.ScrapeInterval, o.ScrapeInterval, strings.Join(quoted, ", "))
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o600); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Dir: dir, bin: bin, port: port}
+	if err := s.StartAgain(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// StartAgain starts the server after Stop, on the same port with the same data.
+func (s *Server) StartAgain() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return errors.New("prometheus is already running")
+	}
+	logFile, err := os.OpenFile(filepath.Join(s.Dir, "prometheus.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(s.bin,
+		"--config.file="+filepath.Join(s.Dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(s.Dir, "data"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", s.port),
+		"--storage.tsdb.retention.time=1d",
+		"--log.level=warn")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Prometheus goes with the test process, however that ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", s.bin, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.cmd, s.done = cmd, done
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if ready(s.URL) {
+			return nil
+		}
+		select {
+		case <-done:
+			s.cmd = nil
+			return fmt.Errorf("prometheus exited while starting; its log:\n%s", s.tail())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("prometheus not ready after 30s; its log:\n%s", s.tail())
+		}
+	}
+}
+
+// Stop stops the server (SIGTERM, then SIGKILL after 10 s), keeping its data, so
+// that it is unreachable until StartAgain.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+	s.cmd = nil
+	return nil
+}
+
+// Close stops the server and removes its files.
+func (s *Server) Close() {
+	_ = s.Stop()
+	_ = os.RemoveAll(s.Dir)
+}
+
+// Address is the host:port the server listens on.
+func (s *Server) Address() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
+
+// WaitForData polls until query returns a non-empty result, or ctx ends.
+func (s *Server) WaitForData(ctx context.Context, query string) error {
+	for {
+		resp, err := http.Get(s.URL + "/api/v1/query?query=" + url.QueryEscape(query)) //nolint:noctx // bounded by the loop's ctx
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			_ = resp.Body.Close()
+			var answer struct {
+				Data struct {
+					Result []json.RawMessage `json:"result"`
+				} `json:"data"`
+			}
+			if resp.StatusCode == http.StatusOK && json.Unmarshal(body, &answer) == nil && len(answer.Data.Result) > 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no data for %s: %w", query, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) tail() string {
+	b, err := os.ReadFile(filepath.Join(s.Dir, "prometheus.log"))
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > 4096 {
+		b = b[len(b)-4096:]
+	}
+	return string(b)
+}
+
+func ready(base string) bool {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get(base + "/-/ready")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
