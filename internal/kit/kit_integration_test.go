@@ -5,9 +5,11 @@ package kit_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -156,4 +158,60 @@ func TestPatchStatusReplacingReturnsWhatWasReplaced(t *testing.T) {
 	replaced, err = kit.PatchStatusReplacing(ctx, k, k, stale, func(tn *tenancyv1alpha1.Tenant) { tn.Status.NamespaceCount = 7 })
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(replaced).To(BeNil(), "nothing written, nothing replaced")
+}
+
+// Events with different notes about one object stay distinct (client-go's
+// events.k8s.io recorder kept only the first note); the same note repeated is one
+// Event whose series counts the repeats. Writes go to a real API server.
+func TestEventWriterKeepsEveryNoteAndCountsRepeats(t *testing.T) {
+	g, ctx := NewWithT(t), context.Background()
+	newTenant(t, "kit-events")
+	tn := get(t, "kit-events")
+
+	w := kit.NewEventWriter(k, k.Scheme(), "orderly-kit-test")
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = w.Start(runCtx) }()
+
+	r := kit.NewRecorder(w)
+	r.Eventf(tn, nil, corev1.EventTypeNormal, "NamespaceCreated", "Create", "created namespace %s", "team-a-dev")
+	r.Eventf(tn, nil, corev1.EventTypeNormal, "NamespaceCreated", "Create", "created namespace %s", "team-a-prod")
+	for range 3 {
+		r.Eventf(tn, nil, corev1.EventTypeWarning, "Failed", "Reconcile", "quota refused")
+	}
+
+	// Each Event object's note, with its count (the series', or 1).
+	type counted struct {
+		objects int
+		count   int32
+	}
+	notes := func() map[string]counted {
+		var list eventsv1.EventList
+		g.Expect(k.List(ctx, &list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+		got := map[string]counted{}
+		for _, ev := range list.Items {
+			if ev.Regarding.UID != tn.UID || ev.ReportingController != "orderly-kit-test" {
+				continue
+			}
+			c := got[ev.Note]
+			c.objects++
+			c.count = 1
+			if ev.Series != nil {
+				c.count = ev.Series.Count
+			}
+			got[ev.Note] = c
+		}
+		return got
+	}
+	g.Eventually(notes).WithTimeout(10*time.Second).Should(Equal(map[string]counted{
+		"created namespace team-a-dev":  {objects: 1, count: 1},
+		"created namespace team-a-prod": {objects: 1, count: 1},
+		"quota refused":                 {objects: 1, count: 3},
+	}), "one Event per distinct note; the repeats counted in the first one's series")
+
+	// A repeat right after a write waits for the next flush (the writer's own, every
+	// few seconds, or this one), and is counted in the same Event.
+	r.Eventf(tn, nil, corev1.EventTypeWarning, "Failed", "Reconcile", "quota refused")
+	g.Eventually(func() map[string]counted { w.Flush(ctx); return notes() }).WithTimeout(10 * time.Second).
+		Should(HaveKeyWithValue("quota refused", counted{objects: 1, count: 4}))
 }

@@ -37,7 +37,7 @@ const recheck = 200 * time.Millisecond
 func withRecheckEvery(interval time.Duration) kit.Controller {
 	c := Controller
 	c.Setup = func(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
-		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-databaseserver")),
+		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-databaseserver"),
 			Connector: deps.Databases, Clock: deps.ClockOrReal(), Namespace: deps.Namespace, RecheckReachable: interval, RecheckUnreachable: interval}
 		return r.SetupWithManager(ctx, mgr, deps.Options)
 	}

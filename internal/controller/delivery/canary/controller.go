@@ -92,7 +92,7 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 	workers := max(deps.Options.MaxConcurrentReconciles, 1)
 	return &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-canary")),
+		Recorder: kit.EventsFor(mgr, "orderly-canary"),
 		Clock:    clk, ManagerNamespace: deps.Namespace,
 		kinds: newKindDetector(mgr.GetRESTMapper(), clk.Now),
 		prom:  newPrometheusClients(),

@@ -107,7 +107,7 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 	return &Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  kit.NewRecorder(mgr.GetEventRecorder("orderly-labelpolicy")),
+		Recorder:  kit.EventsFor(mgr, "orderly-labelpolicy"),
 		Clock:     deps.ClockOrReal(),
 		Admission: deps.Admission,
 		Namespace: deps.Namespace,

@@ -85,7 +85,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 
 // newReconciler is the reconciler Setup registers; tests change it before registering.
 func newReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
-	return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.NewRecorder(mgr.GetEventRecorder("orderly-sleepschedule")),
+	return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-sleepschedule"),
 		Clock: deps.ClockOrReal(), ManagerNamespace: deps.Namespace, Writers: DefaultWriters}
 }
 

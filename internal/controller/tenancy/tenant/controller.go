@@ -61,7 +61,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 	r := &Reconciler{
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
-		Recorder:         kit.NewRecorder(mgr.GetEventRecorder("orderly-tenant")),
+		Recorder:         kit.EventsFor(mgr, "orderly-tenant"),
 		Bindable:         newBindableRoles(deps.BindableClusterRoles),
 		ManagerNamespace: deps.Namespace,
 	}
