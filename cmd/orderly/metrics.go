@@ -5,9 +5,9 @@ import (
 	"errors"
 
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"orderly.dev/orderly/internal/metricsauth"
 	orderlywebhook "orderly.dev/orderly/internal/webhook"
 )
 
@@ -45,7 +45,7 @@ func (o metricsOptions) serverOptions(addr string) metricsserver.Options {
 		return opts
 	}
 	opts.SecureServing = true
-	opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	opts.FilterProvider = metricsauth.Filter
 	opts.CertDir = o.certDir
 	opts.TLSOpts = []func(*tls.Config){orderlywebhook.DisableHTTP2}
 	return opts
