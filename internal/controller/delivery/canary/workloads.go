@@ -90,13 +90,19 @@ func buildVariant(c *deliveryv1alpha1.Canary, target *appsv1.Deployment, variant
 		tpl.Labels = map[string]string{}
 	}
 	maps.Copy(tpl.Labels, sel)
+	// The target's own labels too (cost centre, team, ...): a label policy that admits
+	// the user's Deployment then admits its primary and canary, and the variants are
+	// counted where the target was. Orderly's labels win.
+	meta := map[string]string{}
+	maps.Copy(meta, target.Labels)
+	maps.Copy(meta, map[string]string{
+		labels.ManagedBy: labels.ManagedByValue, deliveryv1alpha1.CanaryLabel: c.Name, deliveryv1alpha1.VariantLabel: variant,
+	})
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: c.Namespace,
-			Name:      variantName(c, variant),
-			Labels: map[string]string{
-				labels.ManagedBy: labels.ManagedByValue, deliveryv1alpha1.CanaryLabel: c.Name, deliveryv1alpha1.VariantLabel: variant,
-			},
+			Namespace:   c.Namespace,
+			Name:        variantName(c, variant),
+			Labels:      meta,
 			Annotations: map[string]string{deliveryv1alpha1.RevisionAnnotation: revision},
 		},
 		Spec: appsv1.DeploymentSpec{

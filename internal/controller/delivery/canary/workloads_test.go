@@ -90,3 +90,21 @@ func TestDeploymentReady(t *testing.T) {
 		t.Fatal("an old pod still running counts as ready")
 	}
 }
+
+// A label policy that admits the user's Deployment must admit its variants: they carry
+// the target's labels, and Orderly's own labels cannot be overridden by them.
+func TestVariantCarriesTheTargetsLabels(t *testing.T) {
+	d := targetDeployment(nil, nil)
+	d.Labels = map[string]string{"cost-center": "cc-1042", deliveryv1alpha1.VariantLabel: "forged"}
+	c := newCanary(weightStep(10, 0))
+	v := buildVariant(c, d, deliveryv1alpha1.VariantCanary, &d.Spec.Template, "r1", 1)
+	if v.Labels["cost-center"] != "cc-1042" {
+		t.Errorf("labels %v: the target's cost-center is missing", v.Labels)
+	}
+	if v.Labels[deliveryv1alpha1.VariantLabel] != deliveryv1alpha1.VariantCanary || v.Labels[deliveryv1alpha1.CanaryLabel] != c.Name {
+		t.Errorf("labels %v: Orderly's labels must win", v.Labels)
+	}
+	if d.Labels[deliveryv1alpha1.VariantLabel] != "forged" {
+		t.Error("building the variant changed the target's labels")
+	}
+}
