@@ -47,6 +47,10 @@ type Reviewer interface {
 // Filter returns the metrics server's filter provider, reviewing through the API
 // server of cfg.
 func Filter(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
+	// JSON, which every API server (and the unit test's stand-in) speaks, whatever
+	// encoding client-go would prefer by default.
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
 	// Only the two review clients: the whole clientset would link every typed client.
 	authn, err := authenticationv1client.NewForConfigAndClient(cfg, hc)
 	if err != nil {
