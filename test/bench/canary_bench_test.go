@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	deliveryv1alpha1 "orderly.dev/orderly/api/delivery/v1alpha1"
+	"orderly.dev/orderly/config"
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/testprom"
 	"orderly.dev/orderly/test/canaryapp"
@@ -47,7 +48,7 @@ func BenchmarkCanaries(b *testing.B) {
 		steps    = 3
 		perStep  = 2 // queries per analysis: the canary's and the primary's
 	)
-	kubeconfig := benchCluster(ctx, b, "orderly-bench-canary", 2)
+	kubeconfig := canaryBenchCluster(ctx, b, "orderly-bench-canary", 2)
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		b.Fatal(err)
@@ -135,6 +136,33 @@ func BenchmarkCanaries(b *testing.B) {
 	fmt.Printf("  Prometheus queries: %.0f (minimum %0.f: ratio %.2f), %.1f/s against the minimum rate %.1f/s (%d Canaries × %d queries / %s); unavailable %.0f\n",
 		queries, minQueries, queries/minQueries, queries/delivered.Seconds(), float64(n*perStep)/interval.Seconds(), n, perStep, interval, unavailable)
 	fmt.Printf("  manager: peak RSS %.1f MiB, RSS now %.1f MiB, CPU %.1f s\n", float64(peakRSS(m.pid))/(1<<20), float64(rss(m.pid))/(1<<20), cpuSeconds(m.pid))
+}
+
+// canaryBenchCluster is benchCluster with a Service IP range of 10.96.0.0/16: each
+// Canary has two Services, and the local cluster's default range (10.0.0.0/24) holds
+// only 254, so 200 Canaries would find it full.
+func canaryBenchCluster(ctx context.Context, b *testing.B, prefix string, nodes int) string {
+	b.Helper()
+	manifests, err := config.DevManifests()
+	if err != nil {
+		b.Fatal(err)
+	}
+	name := devcluster.RunName(prefix)
+	kubeconfig, err := devcluster.Up(ctx, devcluster.Options{
+		Name: name, Nodes: nodes, Manifests: manifests,
+		ExtraArgs: []string{"kube-apiserver=service-cluster-ip-range=10.96.0.0/16"},
+	}, os.Stderr)
+	b.Cleanup(func() {
+		if os.Getenv(keepEnv) != "" {
+			fmt.Fprintf(os.Stderr, "%s is set: kept cluster %q; remove it with `bin/orderly dev down --name %s`\n", keepEnv, name, name)
+			return
+		}
+		_ = devcluster.Down(context.Background(), name, os.Stderr)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return kubeconfig
 }
 
 func benchTarget(ns, name, image string) *appsv1.Deployment {

@@ -255,7 +255,7 @@ func (r *Reconciler) deliver(ctx context.Context, c *deliveryv1alpha1.Canary) (c
 			if errors.As(err, &nerr) {
 				return ctrl.Result{}, r.writeStatus(ctx, c, nil, &blockage{reason: "Conflict", message: nerr.Error()})
 			}
-			return ctrl.Result{}, err
+			return r.reportRefused(ctx, c, err)
 		}
 	}
 
@@ -331,7 +331,7 @@ func (r *Reconciler) deliver(ctx context.Context, c *deliveryv1alpha1.Canary) (c
 		if errors.As(err, &nerr) {
 			return ctrl.Result{}, r.writeStatus(ctx, c, nil, &blockage{reason: "Conflict", message: nerr.Error()})
 		}
-		return ctrl.Result{}, err
+		return r.reportRefused(ctx, c, err)
 	}
 	for i := range routes {
 		routes[i].status.CanaryWeight = &routes[i].weight
@@ -362,6 +362,26 @@ func (r *Reconciler) deliver(ctx context.Context, c *deliveryv1alpha1.Canary) (c
 	logger.V(1).Info("Reconciled Canary", "phase", res.status.Phase, "step", res.status.CurrentStep, "weight", res.status.CanaryWeight)
 	return ctrl.Result{RequeueAfter: res.requeueAfter}, nil
 }
+
+// reportRefused reports a write the API server refused for a reason a person must
+// act on (a ResourceQuota, an admission policy, a full Service IP range) as Ready=False
+// with the API server's message, and tries again after refusedRetry: nothing this
+// controller watches changes when the cause is removed, and the controller's error
+// backoff would grow to minutes. Other errors (a lost race, the API server
+// unreachable) are returned for the usual backoff.
+func (r *Reconciler) reportRefused(ctx context.Context, c *deliveryv1alpha1.Canary, err error) (ctrl.Result, error) {
+	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) && !apierrors.IsInternalError(err) && !apierrors.IsBadRequest(err) {
+		return ctrl.Result{}, err
+	}
+	log.FromContext(ctx).Info("The API server refused a write for Canary", "error", err.Error())
+	if serr := r.writeStatus(ctx, c, nil, &blockage{reason: "WriteRefused", message: "the API server refused a write: " + err.Error()}); serr != nil {
+		return ctrl.Result{}, errors.Join(err, serr)
+	}
+	return ctrl.Result{RequeueAfter: refusedRetry}, nil
+}
+
+// refusedRetry is how soon a write the API server refused is tried again.
+const refusedRetry = 5 * time.Second
 
 // converge writes the Deployments plan asked for, in order: the primary (created,
 // or given the canary's template at promotion), the canary (the revision under

@@ -6,7 +6,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -145,6 +148,137 @@ func TestRaisedErrorRateIsRolledBackAtTheDetectingStep(t *testing.T) {
 	if !found {
 		t.Errorf("no RolledBack Event saying why among %d Events", len(events.Items))
 	}
+}
+
+// A new revision during an analysis restarts it from step 0, and traffic goes back to
+// the primary before the canary runs the new template: once the canary Deployment is
+// seen with the new template, the route gives it nothing until step 0's weight.
+// (The Deployment is read before the route each time, so a correct order can never
+// fail this; a write of the canary before the route would show as weight 70.)
+func TestNewRevisionDuringAnalysisRestartsFromStepZero(t *testing.T) {
+	ns := newNamespace(t)
+	healthy(t, ns, "cart")
+	c := canaryFor(ns, "cart", 5*time.Second, 30, 70)
+	initializedCanary(t, c)
+	setImage(t, ns, "cart", "shop:2")
+	eventually(t, func(g Gomega) {
+		got := getCanary(g, ns, "cart")
+		g.Expect(got.Status.CurrentStep).To(Equal(int32(1)))
+		_, w := routeWeights(g, ns, "cart", "cart")
+		g.Expect(w).To(Equal(int64(70)))
+	})
+	revision2 := getCanary(NewWithT(t), ns, "cart").Status.Revision
+
+	type seen struct {
+		image  string
+		weight int64
+	}
+	var (
+		mu      sync.Mutex
+		history []seen
+	)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			g := NewGomega(func(string, ...int) {})
+			var d appsv1.Deployment
+			if err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cart-canary"}, &d); err == nil {
+				_, w := routeWeights(g, ns, "cart", "cart")
+				mu.Lock()
+				history = append(history, seen{image: d.Spec.Template.Spec.Containers[0].Image, weight: w})
+				mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	setImage(t, ns, "cart", "shop:3")
+	eventually(t, func(g Gomega) {
+		got := getCanary(g, ns, "cart")
+		g.Expect(got.Status.Revision).NotTo(Equal(revision2))
+		g.Expect(got.Status.Phase).To(Equal(deliveryv1alpha1.PhaseSucceeded))
+		g.Expect(getDeployment(g, ns, "cart-primary").Spec.Template.Spec.Containers[0].Image).To(Equal("shop:3"))
+	})
+	stop()
+	<-done
+
+	mu.Lock()
+	defer mu.Unlock()
+	// Until shop:3 reaches step 0's 30% (after which it goes on to step 1's 70% by
+	// itself), the canary running it must have had none of the old step's traffic.
+	sawStep0 := false
+	for _, s := range history {
+		if s.image != "shop:3" {
+			continue
+		}
+		if s.weight == 30 {
+			sawStep0 = true
+			break
+		}
+		if s.weight > 0 {
+			t.Fatalf("the canary ran shop:3 while the route gave it %d%% before step 0: %+v", s.weight, history)
+		}
+	}
+	if !sawStep0 {
+		t.Errorf("shop:3 was not seen at step 0's weight in the canary: %+v", history)
+	}
+	got := getCanary(NewWithT(t), ns, "cart")
+	var steps []int32
+	for _, d := range got.Status.Decisions {
+		// (An inconclusive analysis, judged again later, would be no error.)
+		if d.Revision == got.Status.Revision && d.Verdict != deliveryv1alpha1.VerdictInconclusive {
+			steps = append(steps, d.Step)
+		}
+	}
+	if !slices.Equal(steps, []int32{1, 0}) {
+		t.Errorf("the new revision's decisions are for steps %v, want [1 0] (newest first, each step once): %+v", steps, got.Status.Decisions)
+	}
+	found := false
+	var events eventsv1.EventList
+	NewWithT(t).Expect(k.List(context.Background(), &events, client.InNamespace(ns))).To(Succeed())
+	for _, e := range events.Items {
+		found = found || e.Reason == "Restarted"
+	}
+	if !found {
+		t.Error("no Restarted Event")
+	}
+}
+
+// A write the API server refuses (here a ResourceQuota that allows no Service) is
+// reported in the status with the API server's message, not only logged; once the
+// quota is gone, the Canary goes on by itself. (Before the fix the Canary had no
+// status at all.)
+func TestRefusedWriteIsReported(t *testing.T) {
+	ns := newNamespace(t)
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-services"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceServices: resource.MustParse("0")}},
+	}
+	NewWithT(t).Expect(k.Create(context.Background(), quota)).To(Succeed())
+	// envtest runs no quota controller: its status, which admission checks, is set here.
+	quota.Status = corev1.ResourceQuotaStatus{
+		Hard: corev1.ResourceList{corev1.ResourceServices: resource.MustParse("0")},
+		Used: corev1.ResourceList{corev1.ResourceServices: resource.MustParse("0")},
+	}
+	NewWithT(t).Expect(k.Status().Update(context.Background(), quota)).To(Succeed())
+	newTarget(t, ns, "quota", "shop:1", 1)
+	create(t, canaryFor(ns, "quota", 4*time.Second, 50))
+	eventually(t, func(g Gomega) {
+		ready := condition(getCanary(g, ns, "quota"), deliveryv1alpha1.ConditionReady)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Reason).To(Equal("WriteRefused"))
+		g.Expect(ready.Message).To(ContainSubstring("quota"))
+	})
+	NewWithT(t).Expect(k.Delete(context.Background(), quota)).To(Succeed())
+	eventually(t, func(g Gomega) {
+		got := getCanary(g, ns, "quota")
+		g.Expect(got.Status.Phase).To(Equal(deliveryv1alpha1.PhaseSucceeded))
+		g.Expect(condition(got, deliveryv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	})
 }
 
 // Prometheus itself is asked whether a query parses; one it refuses is reported and
