@@ -47,8 +47,16 @@ func Cache() kit.CacheRules {
 // (workloadPatch), so what is dropped here is never written: the real object's other
 // fields are left as they are. The function is idempotent (a trimmed object is
 // trimmed to itself), as the cache requires.
+//
+// The cache applies a kind's transform to its metadata-only copy too, which another
+// controller's watch may make (the Canary controller's watch of Deployments, which
+// reads their labels): it is trimmed to the same metadata. Without it, that copy
+// kept every Deployment's managed fields and annotations, as much memory again as
+// the trimmed Deployments themselves.
 func trimWorkload(in any) (any, error) {
 	switch o := in.(type) {
+	case *metav1.PartialObjectMetadata:
+		return &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: trimMeta(&o.ObjectMeta)}, nil
 	case *appsv1.Deployment:
 		return &appsv1.Deployment{
 			TypeMeta:   o.TypeMeta,

@@ -3,6 +3,7 @@ package sleepschedule
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
@@ -215,4 +216,36 @@ func TestWriteFromTrimmedObjectKeepsTheRest(t *testing.T) {
 	check(beforeHPA, afterHPA, func(o client.Object) {
 		o.(*autoscalingv2.HorizontalPodAutoscaler).Spec.MinReplicas, o.(*autoscalingv2.HorizontalPodAutoscaler).Spec.MaxReplicas = nil, 0
 	})
+}
+
+// Another controller's metadata-only watch of a workload kind shares the kind's
+// transform: its copy keeps the identity and labels (what such a watch maps by) and
+// drops managed fields and other annotations, as the typed copy does.
+func TestTrimWorkloadTrimsMetadataOnlyCopies(t *testing.T) {
+	full := fullDeployment()
+	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+	in := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: *full.ObjectMeta.DeepCopy()}
+	out, err := trimWorkload(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := out.(*metav1.PartialObjectMetadata)
+	if !ok {
+		t.Fatalf("trimmed to %T", out)
+	}
+	if m.Kind != "Deployment" || m.Name != full.Name || m.Namespace != full.Namespace || m.ResourceVersion != full.ResourceVersion || !maps.Equal(m.Labels, full.Labels) {
+		t.Errorf("identity or labels lost: %+v", m)
+	}
+	if m.ManagedFields != nil {
+		t.Errorf("managed fields kept: %v", m.ManagedFields)
+	}
+	for k := range m.Annotations {
+		if !strings.HasPrefix(k, annotationPrefix) {
+			t.Errorf("annotation %q kept", k)
+		}
+	}
+	again, _ := trimWorkload(m)
+	if !apiequality.Semantic.DeepEqual(again, m) {
+		t.Errorf("not idempotent: %+v", again)
+	}
 }

@@ -138,10 +138,13 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		st.ExcludedNamespaces = obs.excluded[:min(len(obs.excluded), namesLimit)]
 	}
 
-	var workloads, sleeping, ready, wouldSleep int32
+	var workloads, sleeping, ready, wouldSleep, sleptBefore, heldBefore int32
 	var notReady, leftAlone []string
 	var saved requestSum
 	for _, w := range obs.workloads {
+		if w.asleepBy == s.Name {
+			heldBefore++
+		}
 		if w.targeted {
 			workloads++
 			if w.want {
@@ -151,6 +154,9 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		switch {
 		case w.asleepNow(s.Name):
 			sleeping++
+			if w.act == actNone {
+				sleptBefore++
+			}
 			saved.add(w.podRequests, w.savedPods(obs.sleepReplicas))
 		case w.asleepBy == s.Name && (w.act == actLeftAlone || w.act == actNone && (w.leftAlone || w.changedByOwner())):
 			leftAlone = append(leftAlone, w.id())
@@ -185,11 +191,28 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 	if obs.state == powerv1alpha1.StateAsleep {
 		action = powerv1alpha1.ActionSleep
 	}
+	// A transition that starts a period counts, besides this reconcile's writes, what
+	// an earlier reconcile of the period did without recording it: a leader killed
+	// half-way, or a status write that failed after the workloads were written.
+	// Otherwise the new leader's history counts only its own part, and nothing at
+	// all when the old leader had done every write.
+	//   - A sleep: the workloads already asleep under this schedule (their records
+	//     say so; a wake period leaves none asleep).
+	//   - A wake leaves no trace on what it woke: what the schedule held at its last
+	//     status write (asleep, or left alone) and no longer holds.
+	carried := int32(0)
+	switch {
+	case s.Spec.DryRun:
+	case action == powerv1alpha1.ActionSleep:
+		carried = sleptBefore
+	case s.Status.State == powerv1alpha1.StateAsleep:
+		carried = max(0, s.Status.SleepingWorkloads+s.Status.LeftAloneCount-heldBefore)
+	}
 	switch {
 	case s.Spec.Suspend:
-	case s.Status.State != "" && s.Status.State != obs.state || s.Status.State == "" && changed > 0:
+	case s.Status.State != "" && s.Status.State != obs.state || s.Status.State == "" && changed+carried > 0:
 		tr := powerv1alpha1.Transition{Time: metav1.Time{Time: obs.now.UTC().Truncate(time.Second)}, Action: action,
-			Workloads: changed, Failures: int32(obs.failures), DryRun: s.Spec.DryRun}
+			Workloads: changed + carried, Failures: int32(obs.failures), DryRun: s.Spec.DryRun}
 		if s.Spec.DryRun {
 			tr.Workloads = wouldSleep
 		}

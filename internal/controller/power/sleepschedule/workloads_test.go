@@ -1,6 +1,7 @@
 package sleepschedule
 
 import (
+	"fmt"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -86,5 +87,100 @@ func TestComputeStatusHistoryIsBounded(t *testing.T) {
 	st = computeStatus(s, &observation{state: powerv1alpha1.StateAsleep, slept: 2})
 	if len(st.History) != historyLimit || st.History[0].Workloads != 5 {
 		t.Errorf("newest entry = %+v (of %d), want 5 workloads", st.History[0], len(st.History))
+	}
+}
+
+// A leader killed half-way through a sleep leaves its writes on the workloads and
+// none in the status. The next leader's history counts the whole transition (the
+// records say what was put to sleep), and records it even when nothing was left to
+// do; before, it counted only its own writes, and nothing at all in the latter case.
+func TestComputeStatusCountsASleepAnEarlierLeaderBegan(t *testing.T) {
+	const name = "nights"
+	asleep := func(n int, act action) []*workload {
+		var out []*workload
+		for range n {
+			w := &workload{kind: powerv1alpha1.KindDeployment, targeted: true, want: true, act: act, value: 0,
+				record: &sleepRecord{Replicas: ptr.To(int32(2)), SleepReplicas: ptr.To(int32(0))}}
+			if act == actNone {
+				w.asleepBy = name
+			}
+			out = append(out, w)
+		}
+		return out
+	}
+	tests := []struct {
+		name          string
+		prevState     powerv1alpha1.SleepState
+		byEarlier     int // put to sleep by the killed leader
+		byThis        int // put to sleep by this reconcile
+		wantHistory   int
+		wantWorkloads int32
+	}{
+		{"first reconcile of a new schedule, half done before", "", 10, 110, 1, 120},
+		{"first reconcile of a new schedule, all done before", "", 120, 0, 1, 120},
+		{"a scheduled sleep, half done before", powerv1alpha1.StateAwake, 10, 110, 1, 120},
+		{"a scheduled sleep, all done before", powerv1alpha1.StateAwake, 120, 0, 1, 120},
+		{"a scheduled sleep, nothing done before", powerv1alpha1.StateAwake, 0, 120, 1, 120},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &powerv1alpha1.SleepSchedule{}
+			s.Name = name
+			s.Status.State = tt.prevState
+			obs := &observation{state: powerv1alpha1.StateAsleep, slept: tt.byThis,
+				workloads: append(asleep(tt.byEarlier, actNone), asleep(tt.byThis, actSleep)...)}
+			st := computeStatus(s, obs)
+			if len(st.History) != tt.wantHistory {
+				t.Fatalf("history = %+v, want %d entries", st.History, tt.wantHistory)
+			}
+			if got := st.History[0]; got.Action != powerv1alpha1.ActionSleep || got.Workloads != tt.wantWorkloads {
+				t.Errorf("newest entry = %+v, want Sleep of %d workloads", got, tt.wantWorkloads)
+			}
+			// The next reconcile of the period adds only what it changed.
+			s.Status = st
+			st = computeStatus(s, &observation{state: powerv1alpha1.StateAsleep, workloads: asleep(tt.byEarlier+tt.byThis, actNone)})
+			if len(st.History) != tt.wantHistory || st.History[0].Workloads != tt.wantWorkloads {
+				t.Errorf("after a converged reconcile: %+v, want %d workloads", st.History, tt.wantWorkloads)
+			}
+		})
+	}
+}
+
+// The same for a wake, which leaves no record on what it woke: the new leader counts
+// what the schedule held at its last status write and holds no more.
+func TestComputeStatusCountsAWakeAnEarlierLeaderBegan(t *testing.T) {
+	const name = "nights"
+	held := func(n int) []*workload {
+		var out []*workload
+		for i := range n {
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "dev", Name: fmt.Sprintf("app-%03d", i)}}
+			out = append(out, &workload{kind: powerv1alpha1.KindDeployment, obj: d, targeted: true, act: actWake, asleepBy: name,
+				record: &sleepRecord{Replicas: ptr.To(int32(2)), SleepReplicas: ptr.To(int32(0))}})
+		}
+		return out
+	}
+	tests := []struct {
+		name                string
+		sleeping, leftAlone int32 // at the last status write, asleep
+		heldNow             int   // still held, woken by this reconcile
+		wantWorkloads       int32
+	}{
+		{"nothing woken before", 120, 0, 120, 120},
+		{"woken half-way before", 120, 0, 30, 120},
+		{"all woken before", 120, 0, 0, 120},
+		{"left alone ones are released, and counted, once", 100, 20, 120, 120},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &powerv1alpha1.SleepSchedule{}
+			s.Name = name
+			s.Status.State = powerv1alpha1.StateAsleep
+			s.Status.SleepingWorkloads, s.Status.LeftAloneCount = tt.sleeping, tt.leftAlone
+			s.Status.History = []powerv1alpha1.Transition{{Action: powerv1alpha1.ActionSleep, Workloads: tt.sleeping + tt.leftAlone}}
+			st := computeStatus(s, &observation{state: powerv1alpha1.StateAwake, woken: tt.heldNow, workloads: held(tt.heldNow)})
+			if len(st.History) != 2 || st.History[0].Action != powerv1alpha1.ActionWake || st.History[0].Workloads != tt.wantWorkloads {
+				t.Errorf("history = %+v, want a Wake of %d workloads first", st.History, tt.wantWorkloads)
+			}
+		})
 	}
 }
