@@ -79,7 +79,13 @@ type Reconciler struct {
 }
 
 // Controller is the Canary controller as the manager runs it.
-var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
+var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup, Workers: Workers}
+
+// Workers is how many Canaries are reconciled at once by default. A reconcile mostly
+// waits (on the API server, on Prometheus), and the analyses of many Canaries fall
+// due together at each step: with 4, the benchmark's 200 Canaries saw a p99 lag of
+// 29 s behind schedule.
+const Workers = 16
 
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
