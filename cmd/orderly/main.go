@@ -27,7 +27,8 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newManagerCommand(), newVersionCommand(), newDevCommand(), newSleepCommand(), newDBCommand(), newCanaryCommand())
+	root.AddCommand(newManagerCommand(), newVersionCommand(), newDevCommand(), newSleepCommand(), newDBCommand(), newCanaryCommand(), newRotateCommand())
+	root.AddCommand(newAuditCommand())
 	return root
 }
 

@@ -28,6 +28,7 @@ import (
 
 	controllers "orderly.dev/orderly/internal/controller"
 	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/controller/secrets/secretrotation"
 	"orderly.dev/orderly/internal/controller/tenancy/tenant"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/scheme"
@@ -43,6 +44,19 @@ func controllerNames() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// workerDefaults says how many reconciles each controller runs at once by default,
+// e.g. "canary 16, sleepschedule 8, the others 4".
+func workerDefaults() string {
+	var own []string
+	for _, c := range controllers.All {
+		if c.Workers > 0 && c.Workers != kit.DefaultWorkers {
+			own = append(own, fmt.Sprintf("%s %d", c.Name, c.Workers))
+		}
+	}
+	slices.Sort(own)
+	return strings.Join(append(own, fmt.Sprintf("the others %d", kit.DefaultWorkers)), ", ")
 }
 
 // selectControllers returns the controllers named, or an error naming one unknown.
@@ -113,10 +127,11 @@ func addManagerFlags(f *pflag.FlagSet, o *managerOptions) {
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	f.Float32Var(&o.qps, "kube-api-qps", 0, "client-side limit of requests per second to the API server, for the whole process (0: none, the API server's Priority and Fairness paces Orderly)")
 	f.IntVar(&o.burst, "kube-api-burst", 0, "burst of requests above --kube-api-qps (0: twice --kube-api-qps)")
-	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 0, "reconciles that each controller runs at once (0: each controller's own default: sleepschedule 8, the others 4)")
+	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 0, "reconciles that each controller runs at once (0: each controller's own default: "+workerDefaults()+")")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info or error")
 	f.StringSliceVar(&o.bindableClusterRoles, "tenant-bindable-clusterroles", tenant.DefaultBindableClusterRoles, "ClusterRoles a Tenant may bind in its namespaces, besides orderly-tenant-admin; the manager's RBAC must grant bind on each (docs/tenant.md)")
+	f.DurationVar(&secretrotation.MinInterval, "secretrotation-min-interval", time.Hour, "shortest SecretRotation spec.interval accepted (lower it for tests only)")
 	addWebhookFlags(f, &o.webhook)
 }
 

@@ -8,6 +8,7 @@ import (
 	"orderly.dev/orderly/internal/controller/delivery/canary"
 	"orderly.dev/orderly/internal/controller/policy/labelpolicy"
 	"orderly.dev/orderly/internal/controller/power/sleepschedule"
+	"orderly.dev/orderly/internal/controller/secrets/secretrotation"
 	"orderly.dev/orderly/internal/controller/tenancy/tenant"
 	"orderly.dev/orderly/internal/kit"
 )
@@ -18,6 +19,7 @@ var All = []kit.Controller{
 	databaseserver.Controller,
 	devdatabase.Controller,
 	labelpolicy.Controller,
+	secretrotation.Controller,
 	sleepschedule.Controller,
 	tenant.Controller,
 }

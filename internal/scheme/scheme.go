@@ -11,6 +11,7 @@ import (
 	deliveryv1alpha1 "orderly.dev/orderly/api/delivery/v1alpha1"
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 )
 
@@ -23,5 +24,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(datav1alpha1.AddToScheme(s))
 	utilruntime.Must(powerv1alpha1.AddToScheme(s))
 	utilruntime.Must(deliveryv1alpha1.AddToScheme(s))
+	utilruntime.Must(secretsv1alpha1.AddToScheme(s))
 	return s
 }

@@ -1,0 +1,161 @@
+package secretrotation
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
+)
+
+// referencesSecret says whether a pod spec uses the Secret called name: in an env
+// var's secretKeyRef, an envFrom secretRef, a secret volume or a projected volume's
+// secret source, in any container, init container or ephemeral container.
+func referencesSecret(spec *corev1.PodSpec, name string) bool {
+	for i := range spec.Volumes {
+		v := &spec.Volumes[i]
+		if v.Secret != nil && v.Secret.SecretName == name {
+			return true
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil && src.Secret.Name == name {
+					return true
+				}
+			}
+		}
+	}
+	env := func(envs []corev1.EnvVar, from []corev1.EnvFromSource) bool {
+		for _, e := range envs {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == name {
+				return true
+			}
+		}
+		for _, f := range from {
+			if f.SecretRef != nil && f.SecretRef.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range spec.InitContainers {
+		if env(spec.InitContainers[i].Env, spec.InitContainers[i].EnvFrom) {
+			return true
+		}
+	}
+	for i := range spec.Containers {
+		if env(spec.Containers[i].Env, spec.Containers[i].EnvFrom) {
+			return true
+		}
+	}
+	for i := range spec.EphemeralContainers {
+		if env(spec.EphemeralContainers[i].Env, spec.EphemeralContainers[i].EnvFrom) {
+			return true
+		}
+	}
+	return false
+}
+
+// workload is what the controller needs of a Deployment, StatefulSet or DaemonSet.
+type workload struct {
+	ref secretsv1alpha1.ConsumerRef
+	obj client.Object
+	// template is the workload's pod template (inside obj).
+	template *corev1.PodTemplateSpec
+}
+
+func asWorkload(o client.Object) (workload, bool) {
+	switch w := o.(type) {
+	case *appsv1.Deployment:
+		return workload{ref: secretsv1alpha1.ConsumerRef{Kind: secretsv1alpha1.KindDeployment, Name: w.Name}, obj: w, template: &w.Spec.Template}, true
+	case *appsv1.StatefulSet:
+		return workload{ref: secretsv1alpha1.ConsumerRef{Kind: secretsv1alpha1.KindStatefulSet, Name: w.Name}, obj: w, template: &w.Spec.Template}, true
+	case *appsv1.DaemonSet:
+		return workload{ref: secretsv1alpha1.ConsumerRef{Kind: secretsv1alpha1.KindDaemonSet, Name: w.Name}, obj: w, template: &w.Spec.Template}, true
+	}
+	return workload{}, false
+}
+
+// selectConsumers picks, from the workloads of the namespace, those to roll: the
+// ones whose pod template references the Secret (when discover is on) and the
+// targets, minus the excluded, sorted by kind and name so that every reconcile
+// rolls them in the same order. Targets that do not exist are returned in missing.
+func selectConsumers(all []workload, secretName string, c secretsv1alpha1.Consumers) (chosen []workload, missing []secretsv1alpha1.ConsumerRef) {
+	excluded := func(r secretsv1alpha1.ConsumerRef) bool { return slices.Contains(c.Exclude, r) }
+	seen := map[secretsv1alpha1.ConsumerRef]bool{}
+	for _, w := range all {
+		if excluded(w.ref) || seen[w.ref] {
+			continue
+		}
+		if (c.Discovers() && referencesSecret(&w.template.Spec, secretName)) || slices.Contains(c.Targets, w.ref) {
+			chosen = append(chosen, w)
+			seen[w.ref] = true
+		}
+	}
+	for _, t := range c.Targets {
+		if !seen[t] && !excluded(t) {
+			missing = append(missing, t)
+		}
+	}
+	slices.SortFunc(chosen, func(a, b workload) int { return compareRefs(a.ref, b.ref) })
+	return chosen, missing
+}
+
+func compareRefs(a, b secretsv1alpha1.ConsumerRef) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+}
+
+// rolledOut says whether a workload's rollout of its current template is complete:
+// the controller saw the latest generation and every desired pod runs the current
+// template and is Ready, with no pod of an older template left. The message says
+// what it waits for.
+func rolledOut(o client.Object) (bool, string) {
+	switch w := o.(type) {
+	case *appsv1.Deployment:
+		want := int32(1)
+		if w.Spec.Replicas != nil {
+			want = *w.Spec.Replicas
+		}
+		s := w.Status
+		switch {
+		case s.ObservedGeneration < w.Generation:
+			return false, "waiting for the Deployment controller to see the new template"
+		case s.UpdatedReplicas < want || s.Replicas > s.UpdatedReplicas:
+			return false, fmt.Sprintf("%d of %d pods updated, %d in all", s.UpdatedReplicas, want, s.Replicas)
+		case s.ReadyReplicas < want || s.AvailableReplicas < want:
+			return false, fmt.Sprintf("%d of %d pods ready", s.ReadyReplicas, want)
+		}
+		return true, ""
+	case *appsv1.StatefulSet:
+		want := int32(1)
+		if w.Spec.Replicas != nil {
+			want = *w.Spec.Replicas
+		}
+		s := w.Status
+		switch {
+		case s.ObservedGeneration < w.Generation:
+			return false, "waiting for the StatefulSet controller to see the new template"
+		case s.UpdatedReplicas < want || (s.UpdateRevision != "" && s.CurrentRevision != s.UpdateRevision && want > 0):
+			return false, fmt.Sprintf("%d of %d pods updated", s.UpdatedReplicas, want)
+		case s.ReadyReplicas < want:
+			return false, fmt.Sprintf("%d of %d pods ready", s.ReadyReplicas, want)
+		}
+		return true, ""
+	case *appsv1.DaemonSet:
+		s := w.Status
+		switch {
+		case s.ObservedGeneration < w.Generation:
+			return false, "waiting for the DaemonSet controller to see the new template"
+		case s.UpdatedNumberScheduled < s.DesiredNumberScheduled:
+			return false, fmt.Sprintf("%d of %d pods updated", s.UpdatedNumberScheduled, s.DesiredNumberScheduled)
+		case s.NumberReady < s.DesiredNumberScheduled || s.NumberUnavailable > 0:
+			return false, fmt.Sprintf("%d of %d pods ready", s.NumberReady, s.DesiredNumberScheduled)
+		}
+		return true, ""
+	}
+	return false, "unknown kind"
+}

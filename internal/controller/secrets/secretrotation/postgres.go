@@ -1,0 +1,145 @@
+package secretrotation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+)
+
+// roleRotator is what the postgresRole generator needs of an engine.
+type roleRotator interface {
+	SetRotatingRole(ctx context.Context, r postgres.RotatingRole) error
+	DisableLogin(ctx context.Context, name, ownerUID string) error
+}
+
+// Keys of the Secret the postgresRole generator writes.
+const (
+	keyUsername = "username"
+	keyPassword = "password"
+	keyHost     = "host"
+	keyPort     = "port"
+)
+
+// rolePair returns the two login roles of base, and which one a rotation from
+// active switches to.
+func rolePair(base, active string) (next string) {
+	if active == base+"_a" {
+		return base + "_b"
+	}
+	return base + "_a"
+}
+
+// rotator connects to the DatabaseServer a postgresRole generator names, after
+// checking that the server lets this namespace use it. Problems are reported on m.
+func (r *Reconciler) rotator(ctx context.Context, m *machine) (roleRotator, engine.Server, error) {
+	g := m.spec().Generator.PostgresRole
+	fail := func(reason, msg string, err error) (roleRotator, engine.Server, error) {
+		m.problem = &problem{reason, msg}
+		if err == nil {
+			err = errors.New(msg)
+		}
+		return nil, engine.Server{}, err
+	}
+	if r.Databases == nil {
+		return fail(ReasonServerFailed, "the manager has no database connector", nil)
+	}
+	var s datav1alpha1.DatabaseServer
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: g.ServerRef}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fail(ReasonServerNotFound, fmt.Sprintf("DatabaseServer %q does not exist; create it or correct spec.generator.postgresRole.serverRef", g.ServerRef), nil)
+		}
+		return fail(ReasonServerFailed, fmt.Sprintf("reading DatabaseServer %s: %v", g.ServerRef, err), err)
+	}
+	if sel := s.Spec.AllowedNamespaces; sel != nil {
+		selector, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return fail(ReasonServerNotAllowed, fmt.Sprintf("DatabaseServer %s has an invalid allowedNamespaces: %v", s.Name, err), nil)
+		}
+		var ns corev1.Namespace
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: m.sr.Namespace}, &ns); err != nil {
+			return fail(ReasonServerFailed, fmt.Sprintf("reading namespace %s: %v", m.sr.Namespace, err), err)
+		}
+		if !selector.Matches(k8slabels.Set(ns.Labels)) {
+			return fail(ReasonServerNotAllowed, fmt.Sprintf("DatabaseServer %s does not allow namespace %s (allowedNamespaces: %s)", s.Name, m.sr.Namespace, selector), nil)
+		}
+	}
+	srv, err := engine.ServerFor(ctx, r.APIReader, &s, r.Namespace)
+	if err != nil {
+		// Neither the admin Secret's name nor its content goes into the status.
+		return fail(ReasonServerFailed, fmt.Sprintf("the admin credentials of DatabaseServer %s are unavailable (see its status)", s.Name), err)
+	}
+	e, err := r.Databases.Connect(ctx, string(s.Spec.Engine), srv)
+	if err != nil {
+		return fail(ReasonServerFailed, scrub(err, srv), err)
+	}
+	rot, ok := e.(roleRotator)
+	if !ok {
+		return fail(ReasonServerFailed, fmt.Sprintf("the engine of DatabaseServer %s cannot rotate roles", s.Name), nil)
+	}
+	return rot, srv, nil
+}
+
+// scrub removes the admin's user name from a server's message.
+func scrub(err error, srv engine.Server) string {
+	msg := err.Error()
+	if u := srv.Username; len(u) >= 3 {
+		msg = strings.ReplaceAll(msg, u, "<admin>")
+	}
+	return msg
+}
+
+// generatePostgres sets a new password on the inactive login role and returns the
+// Secret's data for it. The role that the Secret holds now is not touched: its
+// consumers keep working until they have rolled and the grace period is over.
+func (r *Reconciler) generatePostgres(ctx context.Context, m *machine) (map[string][]byte, error) {
+	g := m.spec().Generator.PostgresRole
+	rot, srv, err := r.rotator(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	to := rolePair(g.Role, m.st.Rotation.FromRole)
+	password := engine.Password()
+	if err := rot.SetRotatingRole(ctx, postgres.RotatingRole{Name: to, OwnerUID: string(m.sr.UID), Namespace: m.sr.Namespace,
+		Password: password, GrantRoles: g.GrantRoles}); err != nil {
+		m.problem = &problem{ReasonServerFailed, scrub(err, srv)}
+		return nil, err
+	}
+	m.st.Rotation.ToRole = to
+	return map[string][]byte{keyUsername: []byte(to), keyPassword: []byte(password), keyHost: []byte(srv.Host),
+		keyPort: []byte(strconv.Itoa(int(srv.Port)))}, nil
+}
+
+// revokePostgres takes the login away from the previous role (NOLOGIN, no
+// password); nothing for other generators.
+func (r *Reconciler) revokePostgres(ctx context.Context, m *machine) error {
+	rotation := m.st.Rotation
+	if m.spec().Generator.PostgresRole == nil || rotation.FromRole == "" || rotation.FromRole == m.st.ActiveRole {
+		return nil
+	}
+	return r.disable(ctx, m, rotation.FromRole)
+}
+
+// disable takes the login away from one of the SecretRotation's roles.
+func (r *Reconciler) disable(ctx context.Context, m *machine, role string) error {
+	rot, srv, err := r.rotator(ctx, m)
+	if err != nil {
+		return err
+	}
+	if err := rot.DisableLogin(ctx, role, string(m.sr.UID)); err != nil {
+		m.problem = &problem{ReasonServerFailed, scrub(err, srv)}
+		return err
+	}
+	return nil
+}
