@@ -189,11 +189,7 @@ func (r *Reconciler) devDatabasesOnServer(ctx context.Context, o client.Object) 
 		log.FromContext(ctx).Error(err, "Listing DevDatabases for DatabaseServer", "databaseServer", o.GetName())
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
+	return kit.Requests(list.Items)
 }
 
 // Reconcile creates, keeps or drops one DevDatabase's database, role and Secret.

@@ -24,12 +24,20 @@ func Promote(ctx context.Context, c client.Client, key client.ObjectKey) (*deliv
 	if err != nil {
 		return nil, err
 	}
-	switch cn.Status.Phase {
-	case deliveryv1alpha1.PhaseProgressing, deliveryv1alpha1.PhasePaused, deliveryv1alpha1.PhaseHolding:
-	default:
-		return nil, fmt.Errorf("canary %s is %s: only a Canary in an analysis (Progressing, Paused or Holding) can be promoted", key.Name, phaseOrNone(cn))
+	if err := inAnalysis(cn, "promoted"); err != nil {
+		return nil, err
 	}
 	return cn, annotate(ctx, c, cn, deliveryv1alpha1.PromoteAnnotation, PromoteValue(cn.Status.Revision, cn.Status.CurrentStep))
+}
+
+// inAnalysis refuses a Canary that is not in an analysis, which is all that can be
+// promoted or aborted (done).
+func inAnalysis(cn *deliveryv1alpha1.Canary, done string) error {
+	switch cn.Status.Phase {
+	case deliveryv1alpha1.PhaseProgressing, deliveryv1alpha1.PhasePaused, deliveryv1alpha1.PhaseHolding:
+		return nil
+	}
+	return fmt.Errorf("canary %s is %s: only a Canary in an analysis (Progressing, Paused or Holding) can be %s", cn.Name, phaseOrNone(cn), done)
 }
 
 // Abort rolls back the revision under analysis now, and returns the Canary.
@@ -38,10 +46,8 @@ func Abort(ctx context.Context, c client.Client, key client.ObjectKey) (*deliver
 	if err != nil {
 		return nil, err
 	}
-	switch cn.Status.Phase {
-	case deliveryv1alpha1.PhaseProgressing, deliveryv1alpha1.PhasePaused, deliveryv1alpha1.PhaseHolding:
-	default:
-		return nil, fmt.Errorf("canary %s is %s: only a Canary in an analysis (Progressing, Paused or Holding) can be aborted", key.Name, phaseOrNone(cn))
+	if err := inAnalysis(cn, "aborted"); err != nil {
+		return nil, err
 	}
 	return cn, annotate(ctx, c, cn, deliveryv1alpha1.AbortAnnotation, cn.Status.Revision)
 }

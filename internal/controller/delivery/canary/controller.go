@@ -173,11 +173,7 @@ func (r *Reconciler) canariesForDeployment(ctx context.Context, o client.Object)
 		log.FromContext(ctx).Error(err, "Listing Canaries for Deployment", "deployment", o.GetName())
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
+	return kit.Requests(list.Items)
 }
 
 // Reconcile moves one Canary's delivery on.
