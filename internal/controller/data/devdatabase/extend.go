@@ -2,12 +2,12 @@ package devdatabase
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
@@ -32,11 +32,24 @@ type Extension struct {
 //
 // The DatabaseServer is read for its maxTTL, and an error reading it (Forbidden,
 // say) is returned rather than skipping the check. The write is guarded by the
-// resourceVersion read, so a concurrent change is not silently overwritten.
+// resourceVersion read, so a concurrent change is never silently overwritten.
 func Extend(ctx context.Context, c client.Client, key client.ObjectKey, by time.Duration, now time.Time) (Extension, error) {
 	if by <= 0 {
 		return Extension{}, fmt.Errorf("an extension must be positive, not %s", by)
 	}
+	var ext Extension
+	// A conflict means the DevDatabase changed since it was read (the controller's
+	// own status writes do that too): read it again and extend from what is there
+	// now, so a concurrent change is built on rather than overwritten.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		ext, err = extendOnce(ctx, c, key, by, now)
+		return err
+	})
+	return ext, err
+}
+
+func extendOnce(ctx context.Context, c client.Client, key client.ObjectKey, by time.Duration, now time.Time) (Extension, error) {
 	var d datav1alpha1.DevDatabase
 	if err := c.Get(ctx, key, &d); err != nil {
 		return Extension{}, fmt.Errorf("reading DevDatabase %s: %w", key, err)
@@ -59,7 +72,7 @@ func Extend(ctx context.Context, c client.Client, key client.ObjectKey, by time.
 	d.Spec.TTL = metav1.Duration{Duration: ext.TTL}
 	if err := c.Patch(ctx, &d, patch); err != nil {
 		if apierrors.IsConflict(err) {
-			err = errors.Join(errors.New("it changed while being extended; run the command again"), err)
+			return Extension{}, err // retried by Extend, unwrapped so that it is recognised
 		}
 		return Extension{}, fmt.Errorf("extending DevDatabase %s: %w", key, err)
 	}
