@@ -8,10 +8,14 @@
 package testpg
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 
 	"orderly.dev/orderly/internal/localpg"
 )
@@ -71,8 +75,15 @@ func Start(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "orderly-testpg-")
+	sweepOrphans(bin)
+	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
+		return nil, err
+	}
+	// The owner file lets a later Start stop this server should this process die
+	// without Close (pg_ctl detaches the server, so nothing else would).
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	s, err := start(dir, bin, o)
@@ -81,6 +92,37 @@ func Start(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+const (
+	dirPrefix = "orderly-testpg-"
+	ownerFile = "owner.pid"
+)
+
+// sweepOrphans stops and removes the servers of earlier test processes that died
+// without Close (a test binary killed at its timeout, say): each would otherwise
+// keep running, holding memory and a port, until the machine restarts.
+func sweepOrphans(bin string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue // not one of ours, or still being made
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || processAlive(pid) {
+			continue
+		}
+		if c, err := localpg.New(dir, 0, bin); err == nil && c.Initialized() {
+			_ = c.Kill()
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// processAlive is true unless the process pid is known not to exist.
+func processAlive(pid int) bool {
+	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 func start(dir, bin string, o options) (*Server, error) {
