@@ -62,6 +62,27 @@ func Binary() (string, error) {
 	return exec.LookPath("prometheus")
 }
 
+// Promtool finds promtool: beside the prometheus binary Binary finds (Debian's
+// package ships both), else on PATH.
+func Promtool() (string, error) {
+	bin, err := Binary()
+	if err != nil {
+		return "", err
+	}
+	if p := filepath.Join(filepath.Dir(bin), "promtool"); isExecutable(p) {
+		return p, nil
+	}
+	if p, err := exec.LookPath("promtool"); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("no promtool beside %s or on PATH (Debian's prometheus package ships it)", bin)
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
+
 // Server is a running throwaway Prometheus.
 type Server struct {
 	// URL is its HTTP API's base, http://127.0.0.1:PORT.
