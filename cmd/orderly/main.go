@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -28,7 +29,12 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newManagerCommand(), newVersionCommand(), newDevCommand(), newSleepCommand(), newDBCommand(), newCanaryCommand(), newRotateCommand())
-	root.AddCommand(newAuditCommand())
+	root.AddCommand(newAuditCommand(), newStatusCommand())
+	// Run as the kubectl plugin kubectl-orderly (make install-plugin), help and
+	// examples name it the way it is typed.
+	if filepath.Base(os.Args[0]) == "kubectl-orderly" {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl orderly"}
+	}
 	return root
 }
 

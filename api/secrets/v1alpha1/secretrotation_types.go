@@ -484,7 +484,7 @@ type SecretRotationStatus struct {
 // healthy.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=srot
+// +kubebuilder:resource:shortName=srot,categories=orderly
 // +kubebuilder:validation:XValidation:rule="self.spec.secretName != self.metadata.name + '-rotation'",message="secretName cannot be <name>-rotation: Orderly keeps the previous value in a Secret of that name during a rotation"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="a SecretRotation's name is at most 63 characters (it names the consumers' pod-template annotation)"
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.secretName`
