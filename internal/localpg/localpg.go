@@ -243,6 +243,7 @@ func (c *Cluster) Version() (string, error) {
 }
 
 func (c *Cluster) run(name string, args ...string) error {
+	closeInheritedOnExec()
 	cmd := exec.Command(filepath.Join(c.bin, name), args...)
 	cmd.Dir = c.Dir
 	if c.cred != nil {
@@ -252,6 +253,22 @@ func (c *Cluster) run(name string, args ...string) error {
 		return fmt.Errorf("%s %v: %w\n%s", name, args, err, out)
 	}
 	return nil
+}
+
+// closeInheritedOnExec marks every descriptor above stderr close-on-exec. Go opens
+// its own that way, but one this process inherited (a lock that `flock CMD` holds
+// for the command, say) would otherwise pass through pg_ctl to the server, which
+// outlives this process and would hold it long after.
+func closeInheritedOnExec() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return // not Linux: nothing to do that is portable
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // URL is a connection URL for database db as Admin with password.

@@ -8,7 +8,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -74,5 +76,36 @@ func TestStartStopsOrphans(t *testing.T) {
 	if conn, err := net.DialTimeout("tcp", addr, 5*time.Second); err == nil {
 		_ = conn.Close()
 		t.Errorf("the orphan still accepts connections on %s", addr)
+	}
+}
+
+// A descriptor the test process inherited without close-on-exec (what `flock CMD`
+// passes to CMD) does not reach the server, which outlives the process when it is
+// killed and would hold the lock for everyone else.
+func TestServerInheritsNoDescriptors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "held.lock")
+	fd, err := syscall.Open(path, syscall.O_CREAT|syscall.O_RDWR, 0o600) // no O_CLOEXEC, like an inherited one
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	s, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pidFile, err := os.ReadFile(filepath.Join(s.cluster.DataDir(), "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.SplitN(string(pidFile), "\n", 2)[0]
+	fds, err := os.ReadDir(filepath.Join("/proc", pid, "fd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc", pid, "fd", e.Name())); err == nil && target == path {
+			t.Fatalf("the server (pid %s) holds %s as fd %s", pid, path, e.Name())
+		}
 	}
 }
