@@ -1,0 +1,79 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	"orderly.dev/orderly/internal/devcluster"
+	"orderly.dev/orderly/internal/overview"
+)
+
+// TestKubectlPlugin: the binary installed as kubectl-orderly (what make
+// install-plugin does) is found by kubectl, and `kubectl orderly status` shows a
+// DevDatabase that cannot become Ready with the reason the controller gave, in
+// text and in JSON.
+func TestKubectlPlugin(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	bins, err := devcluster.EnsureBinaries(ctx, os.Stderr)
+	g.Expect(err).NotTo(HaveOccurred())
+	dir := t.TempDir()
+	g.Expect(os.Symlink(managerBin, filepath.Join(dir, "kubectl-orderly"))).To(Succeed())
+	kubectl := func(args ...string) (string, error) {
+		// kubectl takes no flags before a plugin's name: the kubeconfig comes from the
+		// environment, which kubectl passes on to the plugin.
+		cmd := exec.Command(bins.Kubectl, args...)
+		cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+devcluster.KubeconfigPath(clusterName))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := kubectl("plugin", "list")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring(filepath.Join(dir, "kubectl-orderly")))
+
+	const ns = "e2e-plugin"
+	g.Expect(k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	g.Expect(k.Create(ctx, &datav1alpha1.DevDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+		Spec: datav1alpha1.DevDatabaseSpec{ServerRef: "e2e-plugin-no-such-server"}})).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		out, err := kubectl("orderly", "status", "-n", ns)
+		g.Expect(err).NotTo(HaveOccurred(), out)
+		g.Expect(out).To(ContainSubstring("DevDatabases: 1, 1 not ready"))
+		g.Expect(out).To(MatchRegexp(`(?m)^  e2e-plugin/app: not ready \([A-Za-z]+\): .*e2e-plugin-no-such-server`))
+	}, timeout, poll).Should(Succeed())
+
+	out, err = kubectl("orderly", "status", "-n", ns, "-o", "json")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	var ov overview.Overview
+	g.Expect(json.Unmarshal([]byte(out), &ov)).To(Succeed(), out)
+	var found bool
+	for _, s := range ov.Sections {
+		if s.Kind == "DevDatabase" {
+			found = true
+			g.Expect(s.Total).To(Equal(1))
+			g.Expect(s.Attention).To(HaveLen(1))
+			g.Expect(s.Attention[0].Name).To(Equal("app"))
+		}
+	}
+	g.Expect(found).To(BeTrue(), out)
+
+	// Help names the plugin the way it is typed.
+	out, err = kubectl("orderly", "status", "--help")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("kubectl orderly status [flags]"))
+	g.Expect(strings.Count(out, "Usage:")).To(Equal(1))
+}
