@@ -103,6 +103,10 @@ type Options struct {
 	Targets []string
 	// ScrapeInterval is how often they are scraped (default 1s).
 	ScrapeInterval time.Duration
+	// Job is the scrape job's name, the job label of what it scrapes (default test).
+	Job string
+	// RuleFiles are rule files Prometheus loads and evaluates (paths).
+	RuleFiles []string
 }
 
 // Start writes a configuration that scrapes the targets, starts Prometheus and
@@ -119,18 +123,18 @@ func Start(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	quoted := make([]string, 0, len(o.Targets))
-	for _, t := range o.Targets {
-		quoted = append(quoted, fmt.Sprintf("%q", t))
+	if o.Job == "" {
+		o.Job = "test"
 	}
 	config := fmt.Sprintf(`global:
   scrape_interval: %s
   evaluation_interval: %s
+rule_files: [%s]
 scrape_configs:
-  - job_name: test
+  - job_name: %q
     static_configs:
       - targets: [%s]
-`, o.ScrapeInterval, o.ScrapeInterval, strings.Join(quoted, ", "))
+`, o.ScrapeInterval, o.ScrapeInterval, quoteAll(o.RuleFiles), o.Job, quoteAll(o.Targets))
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o600); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -263,6 +267,42 @@ func ready(base string) bool {
 	}
 	defer resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+func quoteAll(ss []string) string {
+	quoted := make([]string, 0, len(ss))
+	for _, s := range ss {
+		quoted = append(quoted, fmt.Sprintf("%q", s))
+	}
+	return strings.Join(quoted, ", ")
+}
+
+// Get fetches path (e.g. /api/v1/rules) from the server's HTTP API and decodes the
+// data field of its JSON answer into data.
+func (s *Server) Get(ctx context.Context, path string, data any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	var answer struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(body, &answer); err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	return json.Unmarshal(answer.Data, data)
 }
 
 func freePort() (int, error) {
