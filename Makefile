@@ -11,9 +11,13 @@ LDFLAGS   := -X orderly.dev/orderly/internal/version.Version=$(VERSION) -X order
 ORDERLY   := $(BIN)/orderly
 CONTROLLER_GEN := $(BIN)/controller-gen
 GOLANGCI_LINT  := $(BIN)/golangci-lint
+CRD_REF_DOCS   := $(BIN)/crd-ref-docs
+HELM           := $(BIN)/helm
 # Pinned in hack/tools/<tool>/go.mod; rebuilt when that file changes.
 CONTROLLER_GEN_MOD := hack/tools/controller-gen/go.mod
 GOLANGCI_LINT_MOD  := hack/tools/golangci-lint/go.mod
+CRD_REF_DOCS_MOD   := hack/tools/crd-ref-docs/go.mod
+HELM_MOD           := hack/tools/helm/go.mod
 # envtest's API server and etcd, built from source and cached by `orderly dev assets`.
 ASSETS = $(shell $(ORDERLY) dev assets)
 
@@ -41,9 +45,18 @@ test: prerequisites verify lint unit integration e2e ## Install what the tests n
 # on PATH or by $ORDERLY_PROMETHEUS_BIN, as internal/testprom does.
 POSTGRES_INSTALL := sudo apt-get install -y postgresql
 PROMETHEUS_INSTALL := sudo apt-get install -y prometheus
+# MariaDB's server, for the mysql engine's DevDatabase tests, is found where
+# internal/testmysql looks: $ORDERLY_MARIADB_BIN_DIR (holding mariadbd and
+# mariadb-install-db), else Debian's /usr/sbin/mariadbd and /usr/bin/mariadb-install-db.
+# The package's own service is not wanted: the tests start servers of their own
+# (where policy-rc.d forbids starting services, as in containers, it is not started).
+MARIADB_INSTALL := sudo apt-get install -y mariadb-server
+# The OCI registry of the image test (hack/image) is found where internal/testregistry
+# looks: $ORDERLY_REGISTRY_BIN, else docker-registry on PATH.
+REGISTRY_INSTALL := sudo apt-get install -y docker-registry
 
 .PHONY: prerequisites
-prerequisites: ## Install PostgreSQL's and Prometheus' servers for the tests when missing (apt-get, as root); otherwise say how.
+prerequisites: ## Install PostgreSQL's, MariaDB's and Prometheus' servers and an OCI registry for the tests when missing (apt-get, as root); otherwise say how.
 	@if [ -n "$${ORDERLY_POSTGRES_BIN_DIR:-}" ]; then \
 		test -x "$$ORDERLY_POSTGRES_BIN_DIR/initdb" || { echo "ORDERLY_POSTGRES_BIN_DIR=$$ORDERLY_POSTGRES_BIN_DIR holds no initdb"; exit 1; }; \
 	elif ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then \
@@ -55,6 +68,20 @@ prerequisites: ## Install PostgreSQL's and Prometheus' servers for the tests whe
 		else \
 			echo "The tests need PostgreSQL's server binaries. Install them with: $(POSTGRES_INSTALL)"; \
 			echo "(or set ORDERLY_POSTGRES_BIN_DIR to a directory holding initdb, pg_ctl and postgres)"; \
+			exit 1; \
+		fi; \
+	fi
+	@if [ -n "$${ORDERLY_MARIADB_BIN_DIR:-}" ]; then \
+		test -x "$$ORDERLY_MARIADB_BIN_DIR/mariadbd" -a -x "$$ORDERLY_MARIADB_BIN_DIR/mariadb-install-db" || { echo "ORDERLY_MARIADB_BIN_DIR=$$ORDERLY_MARIADB_BIN_DIR holds no mariadbd and mariadb-install-db"; exit 1; }; \
+	elif ! [ -x /usr/sbin/mariadbd -a -x /usr/bin/mariadb-install-db ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "Installing MariaDB (Debian's mariadb-server package) for the tests"; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mariadb-server; \
+			[ -x /usr/sbin/mariadbd -a -x /usr/bin/mariadb-install-db ] || { echo "apt-get installed mariadb-server but no /usr/sbin/mariadbd and /usr/bin/mariadb-install-db are there"; exit 1; }; \
+		else \
+			echo "The tests need MariaDB's server. Install it with: $(MARIADB_INSTALL)"; \
+			echo "(or set ORDERLY_MARIADB_BIN_DIR to a directory holding mariadbd and mariadb-install-db)"; \
 			exit 1; \
 		fi; \
 	fi
@@ -72,18 +99,95 @@ prerequisites: ## Install PostgreSQL's and Prometheus' servers for the tests whe
 			exit 1; \
 		fi; \
 	fi
+	@if [ -n "$${ORDERLY_REGISTRY_BIN:-}" ]; then \
+		test -x "$$ORDERLY_REGISTRY_BIN" || { echo "ORDERLY_REGISTRY_BIN=$$ORDERLY_REGISTRY_BIN is not an executable"; exit 1; }; \
+	elif ! command -v docker-registry >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "Installing an OCI registry (Debian's docker-registry package) for the image tests"; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-registry; \
+			command -v docker-registry >/dev/null || { echo "apt-get installed docker-registry but no docker-registry is on PATH"; exit 1; }; \
+		else \
+			echo "The image tests need an OCI registry. Install it with: $(REGISTRY_INSTALL)"; \
+			echo "(or set ORDERLY_REGISTRY_BIN to a registry binary)"; \
+			exit 1; \
+		fi; \
+	fi
 
 ##@ Build
 .PHONY: build
-build: ## Build bin/orderly.
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(ORDERLY) ./cmd/orderly
+build: ## Build bin/orderly (static: it is also what the image holds).
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(ORDERLY) ./cmd/orderly
+
+# IMAGE_PUSH=registry/repository:tag pushes the image too (IMAGE_INSECURE=1 for a
+# plain-HTTP registry on loopback).
+.PHONY: image
+image: build ## Build the manager image without Docker (hack/image) from bin/orderly into the OCI layout bin/image.
+	rm -rf $(BIN)/image
+	$(GO) run ./hack/image --binary linux/$$($(GO) env GOARCH)=$(ORDERLY) --version $(VERSION) --revision $(COMMIT) \
+		--oci-layout $(BIN)/image $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH)) $(if $(IMAGE_INSECURE),--insecure)
+
+PLUGIN_DIR ?= $(HOME)/.local/bin
+.PHONY: install-plugin
+install-plugin: build ## Install bin/orderly as the kubectl plugin kubectl-orderly, with its completion, into PLUGIN_DIR (default ~/.local/bin; it must be on PATH).
+	install -d $(PLUGIN_DIR)
+	install -m 0755 $(ORDERLY) $(PLUGIN_DIR)/kubectl-orderly
+	printf '#!/bin/sh\n# kubectl (1.26 and later) runs this to complete `kubectl orderly ...`.\nexec kubectl-orderly __complete "$$@"\n' > $(PLUGIN_DIR)/kubectl_complete-orderly
+	chmod 0755 $(PLUGIN_DIR)/kubectl_complete-orderly
+	@echo "installed $(PLUGIN_DIR)/kubectl-orderly: try \`kubectl orderly status\`"
 
 $(CONTROLLER_GEN): $(CONTROLLER_GEN_MOD)
 	cd hack/tools/controller-gen && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
+$(CRD_REF_DOCS): $(CRD_REF_DOCS_MOD)
+	cd hack/tools/crd-ref-docs && $(GO) build -o $(CRD_REF_DOCS) github.com/elastic/crd-ref-docs
+
 $(GOLANGCI_LINT): $(GOLANGCI_LINT_MOD)
 	@echo "Building golangci-lint (first time only, about 2 minutes)"
 	cd hack/tools/golangci-lint && $(GO) build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+$(HELM): $(HELM_MOD)
+	@echo "Building helm (first time only, about 3 minutes)"
+	cd hack/tools/helm && $(GO) build -o $(HELM) helm.sh/helm/v4/cmd/helm
+
+# charts/orderly gets one ClusterRole per controller, so that a controller switched off
+# gets no RBAC: each is generated from the +kubebuilder:rbac markers of the packages
+# listed here (the controller's own, and those only it runs; '+' separates packages).
+# charts/chart_test.go checks that together they grant exactly config/rbac/role.yaml
+# and that every controller has one.
+CHART := charts/orderly
+CHART_RBAC := \
+	backupverification=./internal/controller/data/backupverification \
+	canary=./internal/controller/delivery/canary \
+	databaseserver=./internal/controller/data/databaseserver \
+	devdatabase=./internal/controller/data/devdatabase \
+	labelpolicy=./internal/controller/policy/labelpolicy+./internal/webhook/... \
+	secretrotation=./internal/controller/secrets/secretrotation \
+	sleepschedule=./internal/controller/power/sleepschedule \
+	tenant=./internal/controller/tenancy/tenant \
+	metrics-auth=./cmd/orderly
+
+.PHONY: chart
+chart: $(CONTROLLER_GEN) ## Copy the CRDs, people's ClusterRoles and alerting rules from config/ into charts/orderly; generate its per-controller RBAC and the kustomizations of config/crd and config/rbac.
+	rm -f $(CHART)/crds/*.yaml $(CHART)/files/rbac/*.yaml $(CHART)/files/prometheus/*.yaml
+	mkdir -p $(CHART)/crds $(CHART)/files/rbac $(CHART)/files/prometheus
+	cp config/crd/bases/*.yaml $(CHART)/crds/
+	cp config/rbac/tenant_admin_role.yaml config/rbac/user_roles.yaml $(CHART)/files/rbac/
+	cp config/prometheus/rules.yaml $(CHART)/files/prometheus/
+	@# config/default reaches the CRDs and config/rbac through kustomizations listing
+	@# their files, so that a new file cannot be left out.
+	{ echo "# Generated by \`make chart\`: every CRD of bases/, for config/default."; \
+	  echo "apiVersion: kustomize.config.k8s.io/v1beta1"; echo "kind: Kustomization"; echo "resources:"; \
+	  for f in config/crd/bases/*.yaml; do echo "  - bases/$${f##*/}"; done; } > config/crd/kustomization.yaml
+	{ echo "# Generated by \`make chart\`: every manifest of config/rbac, for config/default. Named"; \
+	  echo "# without .yaml so that \`kubectl apply -f config/rbac\` does not take it for a manifest."; \
+	  echo "apiVersion: kustomize.config.k8s.io/v1beta1"; echo "kind: Kustomization"; echo "resources:"; \
+	  for f in config/rbac/*.yaml; do echo "  - $${f##*/}"; done; } > config/rbac/Kustomization
+	for entry in $(CHART_RBAC); do \
+		name=$${entry%%=*}; paths=""; \
+		for p in $$(tr '+' ' ' <<<"$${entry#*=}"); do paths="$$paths paths=$$p"; done; \
+		$(CONTROLLER_GEN) rbac:roleName=orderly-manager-$$name $$paths output:rbac:stdout > $(CHART)/files/rbac/$$name.yaml; \
+	done
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
@@ -93,17 +197,25 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and the manager's RBAC into config/.
 	$(CONTROLLER_GEN) crd rbac:roleName=orderly-manager paths=./... output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
+.PHONY: api-docs
+api-docs: $(CRD_REF_DOCS) ## Generate the API reference docs/api.md from the types in api/.
+	$(CRD_REF_DOCS) --source-path=./api --config=hack/api-docs.yaml --renderer=markdown --output-path=docs/api.md --log-level=warn
+
 ##@ Checks
 .PHONY: verify
-verify: generate manifests ## Fail when generated files, go.mod or formatting are stale.
+verify: generate manifests api-docs chart ## Fail when generated files, go.mod or formatting are stale.
 	$(GO) mod tidy
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	@git diff --exit-code -- api config go.mod go.sum || { echo "Generated files or go.mod are stale: run 'make generate manifests' and 'go mod tidy', then commit."; exit 1; }
+	@git diff --exit-code -- api config docs/api.md go.mod go.sum || { echo "Generated files or go.mod are stale: run 'make generate manifests api-docs' and 'go mod tidy', then commit."; exit 1; }
 	@test -z "$$(git ls-files --others --exclude-standard -- api config)" || { echo "Untracked generated files:"; git ls-files --others --exclude-standard -- api config; exit 1; }
+	@git diff --exit-code -- $(CHART) || { echo "charts/orderly is stale: run 'make chart', then commit."; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- $(CHART))" || { echo "Untracked chart files:"; git ls-files --others --exclude-standard -- $(CHART); exit 1; }
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint.
+lint: $(GOLANGCI_LINT) $(HELM) ## Run golangci-lint and helm lint.
 	$(GOLANGCI_LINT) run --build-tags integration,e2e,bench ./...
+	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) --set webhook.certManager.enabled=true,metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,controllers.canary.enabled=false
 
 ##@ Tests
 .PHONY: unit

@@ -181,6 +181,20 @@ var alertCases = []alertCase{
 		series: map[string]string{
 			`orderly_canary_prometheus_queries_total{job="orderly", result="unavailable"}`: "0+1x30",
 			`orderly_canary_prometheus_queries_total{job="orderly", result="ok"}`:          "0+9x30"}},
+	{alert: "OrderlyBackupVerificationFailed", at: "5m",
+		series: map[string]string{`orderly_backupverification_failures_total{job="orderly", namespace="shop", name="orders", result="Failed", reason="ChecksumMismatch"}`: "0 0 1 1 1 1"},
+		fire: []firing{{labels: map[string]string{"job": "orderly", "namespace": "shop", "name": "orders", "result": "Failed", "reason": "ChecksumMismatch"},
+			summary: "BackupVerification shop/orders: the latest backup failed verification (ChecksumMismatch)."}}},
+	{alert: "OrderlyBackupVerificationFailed", at: "5m",
+		series: map[string]string{`orderly_backupverification_failures_total{job="orderly", namespace="shop", name="orders", result="Error", reason="SourceUnreachable"}`: "0 0 1 1 1 1"}},
+	// time() is the evaluation time: 30 h in, the last success at 1 h (1 day 5 h ago).
+	{alert: "OrderlyBackupNotVerified", at: "30h",
+		series: map[string]string{`orderly_backupverification_last_success_timestamp_seconds{job="orderly", namespace="shop", name="orders"}`: "3600x2000"},
+		fire: []firing{{labels: map[string]string{"job": "orderly", "namespace": "shop", "name": "orders"},
+			summary: "BackupVerification shop/orders: no backup has passed verification for over 26 hours."}}},
+	// Never passed yet (0): that is the Verified condition's business, not this alert's.
+	{alert: "OrderlyBackupNotVerified", at: "30h",
+		series: map[string]string{`orderly_backupverification_last_success_timestamp_seconds{job="orderly", namespace="shop", name="orders"}`: "0x2000"}},
 	{alert: "OrderlyTenantDriftFight", at: "35m",
 		series: map[string]string{`orderly_tenant_drift_repairs_total{job="orderly", tenant="payments", kind="RoleBinding"}`: "0+6x40"},
 		fire: []firing{{labels: map[string]string{"tenant": "payments"},

@@ -26,7 +26,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	controllers "orderly.dev/orderly/internal/controller"
+	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/controller/data/engine/mysql"
 	"orderly.dev/orderly/internal/controller/data/engine/postgres"
 	"orderly.dev/orderly/internal/controller/secrets/secretrotation"
 	"orderly.dev/orderly/internal/controller/tenancy/tenant"
@@ -201,7 +204,7 @@ func runManager(ctx context.Context, o managerOptions) error {
 	namespace := leaderElectionNamespace(o.leaderElectionNamespace)
 	// The database connector is shared by the data controllers and closed when the
 	// manager stops.
-	databases := postgres.NewConnector()
+	databases := engine.Engines{string(datav1alpha1.EnginePostgres): postgres.NewConnector(), string(datav1alpha1.EngineMySQL): mysql.NewConnector()}
 	defer databases.Close()
 	admissionServer, err := orderlywebhook.Prepare(ctx, cfg, webhookOpts, namespace, selected)
 	if err != nil {

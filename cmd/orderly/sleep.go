@@ -61,7 +61,22 @@ func newSleepCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(wake, resume)
+	savings := &cobra.Command{
+		Use:   "savings",
+		Short: "Show what every SleepSchedule saves now and saved this week",
+		Long: "For every SleepSchedule: its state, the workloads it holds asleep, the CPU and memory\n" +
+			"requests of the pods not running now, and this week's hours asleep, core-hours and\n" +
+			"GiB-hours saved (status.savings; the week starts on Monday 00:00 in the schedule's time zone).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := sleepClient(kubeconfig)
+			if err != nil {
+				return err
+			}
+			return sleepschedule.Savings(cmd.Context(), c, cmd.OutOrStdout())
+		},
+	}
+	cmd.AddCommand(wake, resume, savings)
 	return cmd
 }
 

@@ -21,8 +21,8 @@ func newStatusCommand() *cobra.Command {
 		Short: "One overview across Orderly's capabilities: what is not Ready, asleep, in violation, expiring or rolling",
 		Long: "Lists each of Orderly's kinds with how many objects there are and how many are not Ready,\n" +
 			"then the objects that need a look: namespaces asleep, label violations, databases expiring\n" +
-			"soon, unreachable database servers, rotations in flight or rolled back, canaries in\n" +
-			"analysis or rolled back. A kind whose CRD is not installed, or that you may not list, is\n" +
+			"soon, unreachable database servers, backups failing verification, rotations in flight\n" +
+			"or rolled back, canaries in analysis or rolled back. A kind whose CRD is not installed, or that you may not list, is\n" +
 			"said to be so rather than failing the command.",
 		Example: "  orderly status\n  kubectl orderly status -n payments -o yaml",
 		Args:    cobra.NoArgs,

@@ -3,6 +3,7 @@
 package controller
 
 import (
+	"orderly.dev/orderly/internal/controller/data/backupverification"
 	"orderly.dev/orderly/internal/controller/data/databaseserver"
 	"orderly.dev/orderly/internal/controller/data/devdatabase"
 	"orderly.dev/orderly/internal/controller/delivery/canary"
@@ -15,6 +16,7 @@ import (
 
 // All is every controller, by name; `orderly manager --controllers` picks from it.
 var All = []kit.Controller{
+	backupverification.Controller,
 	canary.Controller,
 	databaseserver.Controller,
 	devdatabase.Controller,

@@ -1,7 +1,8 @@
 // Package overview gathers one view across Orderly's capabilities for `orderly
 // status` (and `kubectl orderly status`): how many objects of each kind there are,
 // which of them are not Ready, and what needs a person's attention (a namespace
-// asleep, label violations, a database about to expire, a rotation rolled back).
+// asleep, label violations, a database about to expire, a backup that failed its
+// verification, a rotation rolled back).
 //
 // Objects are read as unstructured, by kind, so that the view works against a
 // cluster whose CRDs are older or newer than this binary, and skips a kind whose CRD
@@ -151,6 +152,16 @@ var kinds = []kind{
 			return ""
 		},
 		highlights: func(c map[string]int) []string { return []string{fmt.Sprintf("%d expiring soon", c["expiring"])} }},
+	{gvk: gvk("data.orderly.dev", "BackupVerification"), plural: "BackupVerifications", namespaced: true,
+		look: func(o *unstructured.Unstructured, _ Options, c map[string]int) string {
+			n, _, _ := unstructured.NestedInt64(o.Object, "status", "consecutiveFailures")
+			if n == 0 {
+				return ""
+			}
+			c["failing"]++
+			return fmt.Sprintf("the last %s did not pass", plural(int(n), "run"))
+		},
+		highlights: func(c map[string]int) []string { return []string{fmt.Sprintf("%d failing", c["failing"])} }},
 	{gvk: gvk("secrets.orderly.dev", "SecretRotation"), plural: "SecretRotations", namespaced: true,
 		look: func(o *unstructured.Unstructured, _ Options, c map[string]int) string {
 			phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")

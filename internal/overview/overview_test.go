@@ -41,10 +41,12 @@ func TestCollect(t *testing.T) {
 	later.Status = datav1alpha1.DevDatabaseStatus{ExpiresAt: &metav1.Time{Time: now.Add(72 * time.Hour)}, Conditions: ready("True", "Ready", "")}
 	unchecked := &datav1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: "new"}}
 	unchecked.Status = datav1alpha1.DatabaseServerStatus{Conditions: ready("True", "Reachable", "")}
+	failing := &datav1alpha1.BackupVerification{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "orders"}}
+	failing.Status = datav1alpha1.BackupVerificationStatus{ConsecutiveFailures: 2, Conditions: ready("True", "Verified", "")}
 	fresh := &deliveryv1alpha1.Canary{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
 	fresh.Status = deliveryv1alpha1.CanaryStatus{Phase: deliveryv1alpha1.PhaseProgressing, CanaryWeight: 20}
 
-	objs := []client.Object{asleep, awake, policy, server, unchecked, soon, later, fresh}
+	objs := []client.Object{asleep, awake, policy, server, unchecked, soon, later, failing, fresh}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithStatusSubresource(objs...).Build()
 	ov, err := Collect(context.Background(), c, Options{ExpiringWithin: 24 * time.Hour, Now: now})
 	if err != nil {
@@ -57,6 +59,7 @@ func TestCollect(t *testing.T) {
 		"LabelPolicies: 1, 3 violations\n  cost: 3 workloads without an allowed label\n",
 		"DatabaseServers: 2, 1 not ready, 1 unreachable\n  pg: not ready (Unreachable): dial tcp 10.0.0.1:5432: connection refused; unreachable\n",
 		"DevDatabases: 2, 1 expiring soon\n  team-a/soon: expires in 3h0m0s (orderly db extend)\n",
+		"BackupVerifications: 1, 1 failing\n  team-a/orders: the last 2 runs did not pass\n",
 		"Canaries: 1, 1 not ready, 1 in analysis, 0 rolled back\n  shop/web: not ready (no Ready condition yet); Progressing at 20% canary traffic\n",
 	} {
 		if !strings.Contains(text, want) {

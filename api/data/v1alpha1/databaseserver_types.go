@@ -5,13 +5,28 @@ import (
 )
 
 // Engine is the kind of database server.
-// +kubebuilder:validation:Enum=postgres
+// +kubebuilder:validation:Enum=postgres;mysql
 type Engine string
 
 const (
 	// EnginePostgres is PostgreSQL 13 or later.
 	EnginePostgres Engine = "postgres"
+	// EngineMySQL is MariaDB 10.5 or later, or MySQL 8.0 or later.
+	EngineMySQL Engine = "mysql"
 )
+
+// SecretKeyDSN is the connection Secret's key, on mysql servers only, with a DSN in
+// the form of Go's github.com/go-sql-driver/mysql
+// (user:password@tcp(host:port)/database?tls=...).
+const SecretKeyDSN = "dsn"
+
+// DefaultPort is the port of a server of engine e whose spec.port is unset.
+func DefaultPort(e Engine) int32 {
+	if e == EngineMySQL {
+		return 3306
+	}
+	return 5432
+}
 
 // SSLMode is how Orderly and the connection Secrets' URIs use TLS to the server,
 // with libpq's meanings.
@@ -64,7 +79,9 @@ type DatabaseTemplate struct {
 
 	// database is the name of the database on the server to clone. While it is
 	// cloned nobody may be connected to it (a PostgreSQL rule); Orderly retries and
-	// reports TemplateInUse meanwhile.
+	// reports TemplateInUse meanwhile. On mysql servers the template is a schema
+	// whose tables (with their indexes and rows; not their foreign keys, views,
+	// triggers or routines) are copied.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -73,10 +90,14 @@ type DatabaseTemplate struct {
 
 // DatabaseServerSpec registers a shared database server for DevDatabases.
 // +kubebuilder:validation:XValidation:rule="!has(self.caSecretRef) || !has(self.sslMode) || self.sslMode == 'verify-full'",message="with caSecretRef, sslMode must be verify-full or unset: the CA is there to verify the server"
+// +kubebuilder:validation:XValidation:rule="!has(self.engine) || self.engine != 'mysql' || !has(self.allowedExtensions) || size(self.allowedExtensions) == 0",message="allowedExtensions is for postgres servers: MySQL and MariaDB have no extensions"
 type DatabaseServerSpec struct {
-	// engine of the server: postgres.
+	// engine of the server: postgres (PostgreSQL 13 or later) or mysql (MariaDB 10.5
+	// or later, MySQL 8.0 or later). Immutable: the databases already on a server
+	// are the engine's, so a server of another engine is another DatabaseServer.
 	// +optional
 	// +kubebuilder:default=postgres
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="engine is immutable: create another DatabaseServer for a server of another engine"
 	Engine Engine `json:"engine,omitempty"`
 
 	// host name or IP address of the server, as reachable from Orderly and from the
@@ -86,9 +107,9 @@ type DatabaseServerSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	Host string `json:"host"`
 
-	// port of the server.
+	// port of the server. Unset means the engine's usual port: 5432 for postgres,
+	// 3306 for mysql.
 	// +optional
-	// +kubebuilder:default=5432
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	Port int32 `json:"port,omitempty"`
@@ -98,12 +119,19 @@ type DatabaseServerSpec struct {
 	// and verify-full check the server's certificate; with any other mode the
 	// condition TLSVerified is False, since prefer falls back to plaintext and
 	// require accepts any certificate, so the admin password can be intercepted.
+	// On mysql servers the same modes apply (disable is no TLS, allow and prefer
+	// TLS when the server offers it, require TLS without checking the
+	// certificate, verify-ca and verify-full TLS checked against caSecretRef or the
+	// system's CAs, verify-full also checking the host name); the DSN in the Secret
+	// says tls=false, preferred, skip-verify or true.
 	// +optional
 	SSLMode SSLMode `json:"sslMode,omitempty"`
 
 	// adminCredentialsSecretRef names a Secret, in the manager's namespace, with the
 	// keys username and password of a role that may create databases and roles
-	// (CREATEDB and CREATEROLE, or superuser).
+	// (CREATEDB and CREATEROLE, or superuser). On mysql servers: a user with ALL
+	// PRIVILEGES ON *.* WITH GRANT OPTION (docs/devdatabase.md, "MySQL / MariaDB",
+	// lists the narrower set that is enough).
 	// +required
 	AdminCredentialsSecretRef SecretReference `json:"adminCredentialsSecretRef"`
 
@@ -178,7 +206,9 @@ type DatabaseServerStatus struct {
 	// +kubebuilder:validation:MaxLength=256
 	ServerVersion string `json:"serverVersion,omitempty"`
 
-	// systemIdentifier is the server's identity (PostgreSQL's system_identifier):
+	// systemIdentifier is the server's identity (PostgreSQL's system_identifier;
+	// MySQL's @@server_uuid; on MariaDB, which has none, a UUID Orderly records in
+	// its admin-only schema orderly on the server):
 	// each DevDatabase records the one its database was created on, and Orderly
 	// refuses to create or drop anything when the server answering is another one
 	// (after a change of host). Empty when the admin may not read it.

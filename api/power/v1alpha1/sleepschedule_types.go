@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -27,6 +28,105 @@ const (
 	KindStatefulSet = "StatefulSet"
 	KindCronJob     = "CronJob"
 )
+
+// KEDA's ScaledObject, which a SleepSchedule pauses with KEDA's own annotation rather
+// than scaling its target against KEDA.
+const (
+	KEDAGroup            = "keda.sh"
+	KEDAScaledObjectKind = "ScaledObject"
+	// KEDAPausedReplicasAnnotation, set on a ScaledObject, makes KEDA scale its
+	// target to that many replicas and stop autoscaling it.
+	KEDAPausedReplicasAnnotation = "autoscaling.keda.sh/paused-replicas"
+)
+
+// PatchType says how the fields of a SleepPatch are written.
+// +kubebuilder:validation:Enum=JSONPatch;MergePatch
+type PatchType string
+
+// Values of PatchType.
+const (
+	// JSONPatchType writes with a JSON patch (RFC 6902): a path may go through list
+	// elements (/spec/shards/0/replicas), and a value replaces what was there whole.
+	JSONPatchType PatchType = "JSONPatch"
+	// MergePatchType writes with a JSON merge patch (RFC 7386): paths name object
+	// fields only, and an object value is merged into what was there.
+	MergePatchType PatchType = "MergePatch"
+)
+
+// SleepField is one field a SleepPatch sets while asleep.
+type SleepField struct {
+	// path is a JSON pointer (RFC 6901) under /spec, such as /spec/replicas or
+	// /spec/redis/replicas (~1 stands for / and ~0 for ~ in a field name). The value
+	// it holds before sleep is recorded on the object and written back on waking; a
+	// field that was absent is removed again.
+	// +required
+	// +kubebuilder:validation:MinLength=7
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/spec/')",message="path must be a JSON pointer under /spec, such as /spec/replicas"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(/([^/~]|~[01])+)+$')",message="path must be a JSON pointer (RFC 6901): /-separated non-empty segments, with ~ written only as ~0 or ~1"
+	Path string `json:"path"`
+
+	// value is what the field is set to while asleep, any JSON value (0, false,
+	// "Stopped", ...).
+	// +required
+	Value apiextensionsv1.JSON `json:"value"`
+}
+
+// SleepPatch says how a kind without a scale subresource sleeps: which fields are set
+// to which values. What the fields held before is captured from the object when it
+// is put to sleep, so a wake restores each object as it was, not a hard-coded value.
+// +kubebuilder:validation:XValidation:rule="self.type != 'MergePatch' || self.fields.all(f, !f.path.matches('/[0-9]+(/|$)'))",message="a MergePatch cannot address list elements (a numeric path segment): use type JSONPatch"
+type SleepPatch struct {
+	// type is how the fields are written: JSONPatch (RFC 6902, the default; paths may
+	// go through list elements, values replace what was there) or MergePatch (RFC
+	// 7386; object fields only, object values are merged).
+	// +optional
+	// +kubebuilder:default=JSONPatch
+	Type PatchType `json:"type,omitempty"`
+
+	// fields are set to their value while asleep and restored on waking. Up to 16.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=path
+	Fields []SleepField `json:"fields"`
+}
+
+// SleepKind names one more kind of namespaced object that sleeps, besides
+// Deployments, StatefulSets and CronJobs. How it sleeps:
+//   - with patch: the patch's fields are set while asleep and restored on waking;
+//   - KEDA's ScaledObject (keda.sh) without patch: paused with KEDA's
+//     autoscaling.keda.sh/paused-replicas annotation ("0"), which KEDA obeys by
+//     scaling the target to zero itself; its target is left to KEDA;
+//   - any other kind without patch: through its scale subresource, replicas to
+//     sleepReplicas and back, as for Deployments.
+//
+// The kind is found at run time: a kind that is not served (its CRD is missing), has
+// no scale subresource and no patch, or that Orderly may not read or write, is
+// reported in the KindsAvailable condition and skipped until that changes. Orderly's
+// manager holds no permission on such kinds: the platform grants it (docs/sleepschedule.md, "Permissions").
+// +kubebuilder:validation:XValidation:rule="!(self.group == 'apps' && (self.kind == 'Deployment' || self.kind == 'StatefulSet' || self.kind == 'ReplicaSet')) && !(self.group == 'batch' && self.kind == 'CronJob') && !(self.group == 'autoscaling' && self.kind == 'HorizontalPodAutoscaler')",message="Deployments, StatefulSets and CronJobs are switched on and off with targets.deployments, statefulSets and cronJobs, HPAs with horizontalPodAutoscalers, and ReplicaSets follow their Deployment: do not list them in targets.kinds"
+type SleepKind struct {
+	// group of the kind, such as argoproj.io or keda.sh; "" for the core group.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="group must be empty (the core group) or a DNS subdomain such as argoproj.io"
+	Group string `json:"group"`
+
+	// kind, such as Rollout or ScaledObject (not the resource's plural name).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Z][A-Za-z0-9]*$')",message="kind must be a kind name such as Rollout: a capital letter, then letters and digits"
+	Kind string `json:"kind"`
+
+	// patch makes the kind sleep by setting fields, for kinds without a scale
+	// subresource; without it the kind sleeps through its scale subresource (or, for
+	// KEDA's ScaledObject, KEDA's pause annotation).
+	// +optional
+	Patch *SleepPatch `json:"patch,omitempty"`
+}
 
 // AwakeWindow is a weekly time window in which workloads run.
 // +kubebuilder:validation:XValidation:rule="self.from != self.to",message="an awake window must not be empty: from and to are equal"
@@ -86,13 +186,26 @@ type SleepTargets struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	SleepReplicas int32 `json:"sleepReplicas,omitempty"`
+
+	// kinds are more kinds of namespaced object that sleep: any kind with a scale
+	// subresource (Argo Rollouts, Strimzi KafkaNodePools, ...) by naming it, KEDA
+	// ScaledObjects by naming them, and other kinds with a patch. Up to 16.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=group
+	// +listMapKey=kind
+	Kinds []SleepKind `json:"kinds,omitempty"`
 }
 
 // WorkloadRef names one workload.
 type WorkloadRef struct {
-	// kind of the workload: Deployment, StatefulSet or CronJob.
+	// kind of the workload: Deployment, StatefulSet, CronJob, or the kind of an entry
+	// of targets.kinds (such as Rollout: of any group).
 	// +required
-	// +kubebuilder:validation:Enum=Deployment;StatefulSet;CronJob
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Z][A-Za-z0-9]*$')",message="kind must be a kind name such as Deployment or Rollout"
 	Kind string `json:"kind"`
 
 	// namespace of the workload; empty matches the name in every selected namespace.
@@ -239,7 +352,38 @@ const (
 	// ConditionWorkloadsReady is True when, while awake, every Deployment and
 	// StatefulSet has all its replicas ready.
 	ConditionWorkloadsReady = "WorkloadsReady"
+	// ConditionKindsAvailable is True when every kind of targets.kinds is served, can
+	// sleep (a scale subresource, a patch, or KEDA's ScaledObject) and may be read and
+	// written by Orderly.
+	ConditionKindsAvailable = "KindsAvailable"
+	// ConditionGitOpsManaged is True when some targeted workloads are managed by Argo
+	// CD or Flux, which scale a sleeping workload back up unless told to ignore its
+	// replicas (docs/sleepschedule.md, "GitOps").
+	ConditionGitOpsManaged = "GitOpsManaged"
 )
+
+// GitOpsTool is a GitOps tool that manages a workload.
+// +kubebuilder:validation:Enum=ArgoCD;Flux
+type GitOpsTool string
+
+// Values of GitOpsTool.
+const (
+	GitOpsArgoCD GitOpsTool = "ArgoCD"
+	GitOpsFlux   GitOpsTool = "Flux"
+)
+
+// GitOpsWorkload is a targeted workload that a GitOps tool manages.
+type GitOpsWorkload struct {
+	// tool is ArgoCD or Flux, as told by the workload's tracking label or annotation.
+	// +required
+	Tool GitOpsTool `json:"tool"`
+
+	// workload is the workload, as "Kind namespace/name" (Kind.group for the kinds of
+	// targets.kinds).
+	// +required
+	// +kubebuilder:validation:MaxLength=400
+	Workload string `json:"workload"`
+}
 
 // Reasons of ExcludedNamespace.
 const (
@@ -262,6 +406,50 @@ type ExcludedNamespace struct {
 	// +required
 	// +kubebuilder:validation:Enum=SystemNamespace;ManagerNamespace
 	Reason string `json:"reason"`
+}
+
+// SleepSavings is what a schedule saved in the current week, from Monday 00:00 in its
+// time zone: how long it was asleep, and the CPU and memory requests of the pods that
+// did not run because of it, over that time. It is counted at each reconcile from the
+// state and status.savedRequests of the previous one (at least every 15 minutes, and
+// at every transition), so it is an estimate to within those steps.
+type SleepSavings struct {
+	// weekStart is the start of the week counted: Monday 00:00 in spec.timeZone.
+	// +required
+	WeekStart metav1.Time `json:"weekStart"`
+
+	// countedUntil is the instant up to which the week is counted.
+	// +required
+	CountedUntil metav1.Time `json:"countedUntil"`
+
+	// asleepSeconds is how long the schedule held workloads asleep this week.
+	// +optional
+	AsleepSeconds int64 `json:"asleepSeconds,omitempty"`
+
+	// asleepHours is asleepSeconds in hours, with one decimal (for display).
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	AsleepHours string `json:"asleepHours,omitempty"`
+
+	// cpuMilliCoreSeconds is the CPU requested by the pods not running, in millicores,
+	// summed over every second of this week.
+	// +optional
+	CPUMilliCoreSeconds int64 `json:"cpuMilliCoreSeconds,omitempty"`
+
+	// cpuCoreHours is cpuMilliCoreSeconds in core-hours, with one decimal (for display).
+	// +optional
+	// +kubebuilder:validation:MaxLength=24
+	CPUCoreHours string `json:"cpuCoreHours,omitempty"`
+
+	// memoryMiBSeconds is the memory requested by the pods not running, in MiB,
+	// summed over every second of this week.
+	// +optional
+	MemoryMiBSeconds int64 `json:"memoryMiBSeconds,omitempty"`
+
+	// memoryGiBHours is memoryMiBSeconds in GiB-hours, with one decimal (for display).
+	// +optional
+	// +kubebuilder:validation:MaxLength=24
+	MemoryGiBHours string `json:"memoryGiBHours,omitempty"`
 }
 
 // SleepScheduleStatus is the observed state of a SleepSchedule.
@@ -330,13 +518,30 @@ type SleepScheduleStatus struct {
 	// +optional
 	SavedRequests corev1.ResourceList `json:"savedRequests,omitempty"`
 
+	// gitOpsManaged names up to 20 targeted workloads that Argo CD or Flux manages,
+	// with the tool.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	GitOpsManaged []GitOpsWorkload `json:"gitOpsManaged,omitempty"`
+
+	// gitOpsManagedCount is the number of such workloads.
+	// +optional
+	GitOpsManagedCount int32 `json:"gitOpsManagedCount,omitempty"`
+
+	// savings is what the schedule saved this week: hours asleep, and the core-hours
+	// and GiB-hours of requests of the pods that did not run.
+	// +optional
+	Savings *SleepSavings `json:"savings,omitempty"`
+
 	// history holds the last 10 transitions, newest first.
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	// +listType=atomic
 	History []Transition `json:"history,omitempty"`
 
-	// conditions: Ready, NamespaceConflict and WorkloadsReady.
+	// conditions: Ready, NamespaceConflict, WorkloadsReady, KindsAvailable and
+	// GitOpsManaged.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -355,6 +560,8 @@ type SleepScheduleStatus struct {
 // +kubebuilder:printcolumn:name="Workloads",type=integer,JSONPath=`.status.workloads`
 // +kubebuilder:printcolumn:name="Saved CPU",type=string,JSONPath=`.status.savedRequests.cpu`
 // +kubebuilder:printcolumn:name="Saved Memory",type=string,JSONPath=`.status.savedRequests.memory`,priority=1
+// +kubebuilder:printcolumn:name="Asleep This Week (h)",type=string,JSONPath=`.status.savings.asleepHours`,priority=1
+// +kubebuilder:printcolumn:name="Core-Hours Saved",type=string,JSONPath=`.status.savings.cpuCoreHours`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

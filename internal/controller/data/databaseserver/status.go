@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -73,7 +74,7 @@ func computeStatus(s *datav1alpha1.DatabaseServer, obs observation) datav1alpha1
 			reason = ReasonCredentialsMissing
 		}
 		st.Reachable = false
-		msg := fmt.Sprintf("Cannot use server %s:%d: %v", s.Spec.Host, s.Spec.Port, obs.err)
+		msg := fmt.Sprintf("Cannot use server %s:%d: %v", s.Spec.Host, port(s), obs.err)
 		conds.False(datav1alpha1.ConditionReachable, reason, msg)
 		conds.False(datav1alpha1.ConditionReady, reason, msg)
 	} else {
@@ -83,7 +84,7 @@ func computeStatus(s *datav1alpha1.DatabaseServer, obs observation) datav1alpha1
 		st.SystemIdentifier = obs.info.SystemIdentifier
 		conds.True(datav1alpha1.ConditionReachable, ReasonReachable, "Connected and logged in as the admin")
 		conds.True(datav1alpha1.ConditionReady, ReasonReachable,
-			fmt.Sprintf("PostgreSQL %s; %d DevDatabase(s) on the server", obs.info.Version, obs.info.OwnedDatabases))
+			fmt.Sprintf("%s %s; %d DevDatabase(s) on the server", product(s, obs.info.Version), obs.info.Version, obs.info.OwnedDatabases))
 	}
 	if obs.deleting {
 		conds.False(datav1alpha1.ConditionReady, ReasonInUse, inUseMessage(obs.users))
@@ -133,7 +134,7 @@ func (r *Reconciler) recordTransitions(s *datav1alpha1.DatabaseServer, before da
 	if now != nil && (was == nil || was.Status != now.Status || was.Reason != now.Reason) {
 		if now.Status == metav1.ConditionTrue {
 			r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonReachable, "Check",
-				"Connected to %s:%d as the admin (PostgreSQL %s)", s.Spec.Host, s.Spec.Port, s.Status.ServerVersion)
+				"Connected to %s:%d as the admin (%s %s)", s.Spec.Host, port(s), product(s, s.Status.ServerVersion), s.Status.ServerVersion)
 		} else {
 			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, now.Reason, "Check", "%s", now.Message)
 		}
@@ -143,4 +144,24 @@ func (r *Reconciler) recordTransitions(s *datav1alpha1.DatabaseServer, before da
 	if ready != nil && ready.Reason == ReasonInUse && (wasReady == nil || wasReady.Reason != ReasonInUse) {
 		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonInUse, "Delete", "%s", ready.Message)
 	}
+}
+
+// port is the server's port, its engine's usual one when spec.port is unset.
+func port(s *datav1alpha1.DatabaseServer) int32 {
+	if s.Spec.Port != 0 {
+		return s.Spec.Port
+	}
+	return datav1alpha1.DefaultPort(s.Spec.Engine)
+}
+
+// product names the server's software for people: a mysql server may be MariaDB,
+// whose version says so.
+func product(s *datav1alpha1.DatabaseServer, version string) string {
+	switch {
+	case s.Spec.Engine != datav1alpha1.EngineMySQL:
+		return "PostgreSQL"
+	case strings.Contains(version, "MariaDB"):
+		return "MariaDB"
+	}
+	return "MySQL"
 }

@@ -78,3 +78,25 @@ func TestComputeStatusWhileDeleting(t *testing.T) {
 		})
 	}
 }
+
+// A mysql server's status names what answers (MariaDB or MySQL) and its usual
+// port when spec.port is unset.
+func TestComputeStatusNamesTheEngine(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	for _, tc := range []struct {
+		spec    datav1alpha1.DatabaseServerSpec
+		obs     observation
+		wantMsg string
+	}{
+		{datav1alpha1.DatabaseServerSpec{Engine: datav1alpha1.EngineMySQL, Host: "h"}, observation{info: engine.Info{Version: "10.11.19-MariaDB-0+deb12u1"}, at: t0}, "MariaDB 10.11.19-MariaDB-0+deb12u1; 0 DevDatabase(s)"},
+		{datav1alpha1.DatabaseServerSpec{Engine: datav1alpha1.EngineMySQL, Host: "h"}, observation{info: engine.Info{Version: "8.4.3"}, at: t0}, "MySQL 8.4.3"},
+		{datav1alpha1.DatabaseServerSpec{Engine: datav1alpha1.EnginePostgres, Host: "h"}, observation{info: engine.Info{Version: "15.14"}, at: t0}, "PostgreSQL 15.14"},
+		{datav1alpha1.DatabaseServerSpec{Engine: datav1alpha1.EngineMySQL, Host: "h"}, observation{err: engine.ErrUnreachable, at: t0}, "Cannot use server h:3306"},
+		{datav1alpha1.DatabaseServerSpec{Host: "h"}, observation{err: engine.ErrUnreachable, at: t0}, "Cannot use server h:5432"},
+	} {
+		st := computeStatus(&datav1alpha1.DatabaseServer{Spec: tc.spec}, tc.obs)
+		if c := meta.FindStatusCondition(st.Conditions, datav1alpha1.ConditionReady); c == nil || !strings.Contains(c.Message, tc.wantMsg) {
+			t.Errorf("Ready = %+v, want a message with %q", c, tc.wantMsg)
+		}
+	}
+}

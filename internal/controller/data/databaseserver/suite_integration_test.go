@@ -14,9 +14,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/controller/data/engine/mysql"
 	"orderly.dev/orderly/internal/controller/data/engine/postgres"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testmysql"
 	"orderly.dev/orderly/internal/testpg"
 )
 
@@ -27,6 +30,8 @@ var (
 	// pg is a real PostgreSQL server that stays up; tests that stop a server start
 	// their own.
 	pg *testpg.Server
+	// maria is a real MariaDB server, for the mysql engine.
+	maria *testmysql.Server
 )
 
 // recheck is how often the tests' controller checks a server again, so that a
@@ -50,12 +55,17 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "starting PostgreSQL for the tests:", err)
 		os.Exit(1)
 	}
+	if maria, err = testmysql.Start(); err != nil {
+		pg.Close()
+		fmt.Fprintln(os.Stderr, "starting MariaDB for the tests:", err)
+		os.Exit(1)
+	}
 	testenv.Main(m, func(e *testenv.Env) (func(), error) {
 		k = e.Client
 		if err := k.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
 			return nil, err
 		}
-		connector := postgres.NewConnector()
+		connector := engine.Engines{"postgres": postgres.NewConnector(), "mysql": mysql.NewConnector()}
 		stop, err := e.StartManager(kit.Deps{Databases: connector, Namespace: managerNamespace}, []kit.Controller{withRecheckEvery(recheck)})
 		return func() {
 			if stop != nil {
@@ -63,6 +73,7 @@ func TestMain(m *testing.M) {
 			}
 			connector.Close()
 			pg.Close()
+			maria.Close()
 		}, err
 	})
 }

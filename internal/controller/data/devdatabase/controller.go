@@ -72,6 +72,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;create;patch
 
 // Controller is the DevDatabase controller as the manager runs it.
 var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
@@ -142,6 +144,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return []string{o.(*datav1alpha1.DevDatabase).Spec.ServerRef}
 	}); err != nil {
 		return fmt.Errorf("indexing DevDatabases by server: %w", err)
+	}
+	// The deletion protection policy, applied while this manager leads.
+	if err := mgr.Add(protectionInstaller{c: mgr.GetClient()}); err != nil {
+		return err
 	}
 	if opts.RateLimiter == nil {
 		// An unreachable server is retried with backoff, capped so that a namespace
@@ -240,7 +246,7 @@ func (r *Reconciler) convergeOn(ctx context.Context, d *datav1alpha1.DevDatabase
 	if expired(d, server.Spec.MaxTTL.Duration, now) {
 		return r.expire(ctx, d, server)
 	}
-	if !server.DeletionTimestamp.IsZero() && d.Status.Phase != datav1alpha1.PhaseReady {
+	if !server.DeletionTimestamp.IsZero() && !provisioned(d) {
 		// A server being deleted serves the DevDatabases it has until they go; it
 		// takes no new ones.
 		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonServerDeleting,
@@ -269,8 +275,19 @@ func (r *Reconciler) finalize(ctx context.Context, d *datav1alpha1.DevDatabase) 
 			"DatabaseServer %q no longer exists; database %s was not dropped", d.Spec.ServerRef, databaseName(d))
 	case err != nil:
 		return ctrl.Result{}, err
+	case d.Spec.DeletionProtected:
+		// The API server's policy refuses to delete a protected DevDatabase; one
+		// deleted anyway (the policy was not installed yet, or the flag was set
+		// after the deletion began) keeps its database until the flag is lifted.
+		out := outcome{phase: datav1alpha1.PhaseDeleting, reason: ReasonDeletionProtected,
+			message: fmt.Sprintf("Deletion waits: spec.deletionProtected is true, so database %s is kept. Set it to false to let the deletion go on", databaseName(d))}
+		return ctrl.Result{}, r.updateStatus(ctx, d, out.on(&server), r.Clock.Now())
 	default:
-		if err := r.drop(ctx, d, &server); err != nil {
+		res, err := r.drop(ctx, d, &server)
+		if err == nil {
+			r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonDropped, "Delete", "DevDatabase deleted: %s", dropNote(d, res))
+		}
+		if err != nil {
 			now := r.Clock.Now()
 			out := outcomeFor(err, datav1alpha1.PhaseDeleting).on(&server)
 			if uerr := r.updateStatus(ctx, d, out, now); uerr != nil {
@@ -289,7 +306,7 @@ func (r *Reconciler) finalize(ctx context.Context, d *datav1alpha1.DevDatabase) 
 			}
 		}
 	}
-	if err := r.deleteSecrets(ctx, d, ""); err != nil {
+	if err := r.deleteSecrets(ctx, d); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := kit.RemoveFinalizer(ctx, r.Client, r.APIReader, d, finalizer); err != nil {

@@ -68,11 +68,23 @@ func secretName(d *datav1alpha1.DevDatabase) string {
 }
 
 // engineDatabase is d's database on server s: its role expires with it, and it is
-// touched only on the server it was created on.
+// touched only on the server it was created on. Its users have no passwords yet.
 func engineDatabase(d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) engine.Database {
-	db, role := engine.Names(string(d.UID))
-	return engine.Database{Name: db, Role: role, OwnerUID: string(d.UID), Extensions: d.Spec.Extensions,
+	db, role := engine.NamesFor(string(s.Spec.Engine), string(d.UID))
+	out := engine.Database{Name: db, Role: role, OwnerUID: string(d.UID), Extensions: d.Spec.Extensions,
 		ValidUntil: expiryOf(d, s.Spec.MaxTTL.Duration), ServerID: d.Status.ServerIdentity}
+	for _, u := range d.Spec.Users {
+		out.Users = append(out.Users, engine.User{Name: u.Name, Role: engine.UserRole(string(d.UID), u.Name), Access: engine.Access(u.Access)})
+	}
+	return out
+}
+
+// provisioned says whether d's database has been created (and has not expired):
+// it is Ready, or it was created and something after (its Secret, its init SQL, a
+// template) is what holds it back. Rules for new databases (ttl, extensions,
+// limits, a server being deleted) do not apply to it.
+func provisioned(d *datav1alpha1.DevDatabase) bool {
+	return d.Status.Phase == datav1alpha1.PhaseReady || (d.Status.Phase != datav1alpha1.PhaseExpired && (d.Status.ServerIdentity != "" || d.Status.Init != nil))
 }
 
 // connect reads the server's credentials and connects. Its errors, and those of the
@@ -139,11 +151,11 @@ func (r *Reconciler) admit(ctx context.Context, d *datav1alpha1.DevDatabase, s *
 	}
 	// A database that exists lives on until creation + maxTTL (TTLCapped); one not
 	// created yet is not created for a ttl the server does not grant.
-	if ttlTooLong(s, d.Spec.TTL.Duration) && d.Status.Phase != datav1alpha1.PhaseReady {
+	if ttlTooLong(s, d.Spec.TTL.Duration) && !provisioned(d) {
 		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonTTLTooLong,
 			message: fmt.Sprintf("ttl %s is longer than DatabaseServer %s allows (maxTTL %s); lower spec.ttl", d.Spec.TTL.Duration, s.Name, s.Spec.MaxTTL.Duration)}, false
 	}
-	if d.Status.Phase != datav1alpha1.PhaseReady {
+	if !provisioned(d) {
 		// Extensions are created as the admin: only those the platform team allows.
 		var refused []string
 		for _, e := range d.Spec.Extensions {
@@ -164,6 +176,10 @@ func (r *Reconciler) admit(ctx context.Context, d *datav1alpha1.DevDatabase, s *
 	if d.Spec.Template != "" && templateDatabase(s, d.Spec.Template) == "" {
 		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonTemplateNotFound,
 			message: fmt.Sprintf("DatabaseServer %s has no template %q (spec.templates)", s.Name, d.Spec.Template)}, false
+	}
+	if _, err := parseTemplates(d.Spec.SecretTemplate); err != nil {
+		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonInvalidSecretTemplate,
+			message: fmt.Sprintf("%v; correct spec.secretTemplate (Go text/template over .Host, .Port, .Database, .Username, .Password). Nothing is created or changed until it parses", err)}, false
 	}
 	if msg, ok, err := r.withinLimits(ctx, d, s); err != nil {
 		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonLimitExceeded, message: err.Error(), err: err}, false
@@ -201,7 +217,7 @@ func (r *Reconciler) withinLimits(ctx context.Context, d *datav1alpha1.DevDataba
 			live = append(live, o)
 		}
 	}
-	ready := func(o *datav1alpha1.DevDatabase) bool { return o.Status.Phase == datav1alpha1.PhaseReady }
+	ready := provisioned
 	notReady := func(o *datav1alpha1.DevDatabase) int {
 		if ready(o) {
 			return 0
@@ -247,27 +263,46 @@ func (r *Reconciler) withinLimits(ctx context.Context, d *datav1alpha1.DevDataba
 	return "", true, nil
 }
 
-// ensure creates what is missing on the server and the connection Secret.
+// ensure creates what is missing on the server (database, roles), the connection
+// Secrets, and runs the init SQL once.
 func (r *Reconciler) ensure(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) outcome {
+	// admit has parsed them already; a failure here is not expected.
+	ts, err := parseTemplates(d.Spec.SecretTemplate)
+	if err != nil {
+		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonInvalidSecretTemplate, message: err.Error()}
+	}
 	e, srv, err := r.connect(ctx, s)
 	if err != nil {
 		return outcomeFor(err, datav1alpha1.PhasePending)
 	}
 	db := engineDatabase(d, s)
 	db.Template = templateDatabase(s, d.Spec.Template)
-	current, err := r.currentSecret(ctx, d)
-	if err != nil {
+	secretFailed := func(err error, serverID string) outcome {
 		if errors.Is(err, errSecretConflict) {
-			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretConflict, message: err.Error()}
+			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretConflict, message: err.Error(), serverID: serverID}
 		}
-		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretFailed, message: err.Error(), err: err}
+		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretFailed, message: err.Error(), err: err, serverID: serverID}
 	}
-	// A password read back is used only in the form Orderly generates: the Secret
-	// is editable by the namespace's users, and what it says is theirs, not ours.
-	if current != nil && engine.ValidPassword(string(current.Data[datav1alpha1.SecretKeyPassword])) {
-		db.Password = string(current.Data[datav1alpha1.SecretKeyPassword])
+	current, err := r.currentSecret(ctx, d, secretName(d))
+	if err != nil {
+		return secretFailed(err, "")
+	}
+	if p := passwordFrom(current); p != "" {
+		db.Password = p
 	} else {
 		db.Password, db.SetPassword = engine.Password(), true
+	}
+	userSecrets := make([]*corev1.Secret, len(db.Users))
+	for i := range db.Users {
+		u := &db.Users[i]
+		if userSecrets[i], err = r.currentSecret(ctx, d, userSecretName(d, u.Name)); err != nil {
+			return secretFailed(err, "")
+		}
+		if p := passwordFrom(userSecrets[i]); p != "" {
+			u.Password = p
+		} else {
+			u.Password, u.SetPassword = engine.Password(), true
+		}
 	}
 	res, err := e.Ensure(ctx, db)
 	if err != nil {
@@ -281,34 +316,73 @@ func (r *Reconciler) ensure(ctx context.Context, d *datav1alpha1.DevDatabase, s 
 		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, "DatabaseCreated", "Create", "Created database %s (%s) with role %s on %s", db.Name, what, db.Role, s.Name)
 		countCreated(s.Name)
 	}
-	if err := r.ensureSecret(ctx, d, current, srv, db); err != nil {
-		if errors.Is(err, errSecretConflict) {
-			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretConflict, message: err.Error(), serverID: res.ServerID}
-		}
-		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretFailed, message: err.Error(), err: err, serverID: res.ServerID}
+	if len(res.UsersDropped) > 0 {
+		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonUserDropped, "Delete",
+			"Dropped user(s) %s, no longer in spec.users, and deleted their Secrets", kit.FirstN(res.UsersDropped, 8))
 	}
-	if err := r.deleteSecrets(ctx, d, secretName(d)); err != nil {
-		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonSecretFailed, message: err.Error(), err: err, serverID: res.ServerID}
+	keep := []string{secretName(d)}
+	data, err := secretData(srv, db, ts)
+	if err != nil {
+		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonInvalidSecretTemplate, serverID: res.ServerID, reachable: true,
+			message: err.Error() + "; correct spec.secretTemplate"}
+	}
+	if err := r.ensureSecret(ctx, d, secretName(d), "", current, data); err != nil {
+		return secretFailed(err, res.ServerID)
+	}
+	var users []datav1alpha1.DevDatabaseUserStatus
+	for i, u := range db.Users {
+		name := userSecretName(d, u.Name)
+		data, err := secretData(srv, engine.Database{Name: db.Name, Role: u.Role, Password: u.Password}, ts)
+		if err != nil {
+			return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonInvalidSecretTemplate, serverID: res.ServerID, reachable: true,
+				message: err.Error() + "; correct spec.secretTemplate"}
+		}
+		if err := r.ensureSecret(ctx, d, name, u.Name, userSecrets[i], data); err != nil {
+			return secretFailed(err, res.ServerID)
+		}
+		keep = append(keep, name)
+		users = append(users, datav1alpha1.DevDatabaseUserStatus{Name: u.Name, Role: u.Role, Access: datav1alpha1.UserAccess(u.Access), SecretName: name})
+	}
+	if err := r.deleteSecrets(ctx, d, keep...); err != nil {
+		return secretFailed(err, res.ServerID)
 	}
 	if res.Created {
 		readySeconds.Observe(r.Clock.Since(d.CreationTimestamp.Time).Seconds())
 	}
-	return outcome{phase: datav1alpha1.PhaseReady, reason: ReasonReady, reachable: true, serverID: res.ServerID,
+	ready := outcome{phase: datav1alpha1.PhaseReady, reason: ReasonReady, reachable: true, serverID: res.ServerID, users: users, usersKnown: true,
 		message: fmt.Sprintf("Database %s is ready; credentials in Secret %s", db.Name, secretName(d))}
+	if d.Spec.Init != nil {
+		if out, done := r.initialize(ctx, d, e, db, s, srv); !done {
+			out.serverID, out.users, out.usersKnown = res.ServerID, users, true
+			return out
+		}
+	}
+	return ready
 }
 
-// drop drops or releases the database and role according to deletionPolicy.
-func (r *Reconciler) drop(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) error {
+// drop drops or releases the database and roles according to deletionPolicy.
+func (r *Reconciler) drop(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) (engine.DropResult, error) {
 	e, srv, err := r.connect(ctx, s)
 	if err != nil {
-		return err
+		return engine.DropResult{}, err
 	}
 	retain := d.Spec.DeletionPolicy == datav1alpha1.DatabaseDeletionPolicyRetain
-	if err := e.Drop(ctx, engineDatabase(d, s), retain); err != nil {
-		return scrub(err, s, srv)
+	res, err := e.Drop(ctx, engineDatabase(d, s), retain)
+	if err != nil {
+		return res, scrub(err, s, srv)
 	}
 	countDropped(s.Name)
-	return nil
+	countTerminated(s.Name, res.Terminated)
+	return res, nil
+}
+
+// dropNote says what a drop did, for its Event.
+func dropNote(d *datav1alpha1.DevDatabase, res engine.DropResult) string {
+	what := "dropped"
+	if d.Spec.DeletionPolicy == datav1alpha1.DatabaseDeletionPolicyRetain {
+		what = "retained (its roles were dropped)"
+	}
+	return fmt.Sprintf("database %s %s; %d open connection(s) terminated", databaseName(d), what, res.Terminated)
 }
 
 // expire drops the database of an expired DevDatabase and removes the Secret; the
@@ -316,16 +390,13 @@ func (r *Reconciler) drop(ctx context.Context, d *datav1alpha1.DevDatabase, s *d
 func (r *Reconciler) expire(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) outcome {
 	maxTTL := s.Spec.MaxTTL.Duration
 	if d.Status.Phase != datav1alpha1.PhaseExpired {
-		if err := r.drop(ctx, d, s); err != nil {
+		res, err := r.drop(ctx, d, s)
+		if err != nil {
 			return outcomeFor(err, d.Status.Phase)
 		}
-		what := "dropped"
-		if d.Spec.DeletionPolicy == datav1alpha1.DatabaseDeletionPolicyRetain {
-			what = "retained (its role was dropped)"
-		}
-		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonExpired, "Expire", "%s ran out: database %s %s", lifetimeText(d, s), databaseName(d), what)
+		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonExpired, "Expire", "%s ran out: %s", lifetimeText(d, s), dropNote(d, res))
 	}
-	if err := r.deleteSecrets(ctx, d, ""); err != nil {
+	if err := r.deleteSecrets(ctx, d); err != nil {
 		return outcome{phase: d.Status.Phase, reason: ReasonSecretFailed, message: err.Error(), err: err}
 	}
 	advice := "raise spec.ttl (orderly db extend) for a new empty database, or delete this DevDatabase"

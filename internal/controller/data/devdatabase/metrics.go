@@ -25,6 +25,14 @@ var (
 		Name: "orderly_devdatabase_dropped_total",
 		Help: "DevDatabases' databases dropped (or released, with Retain) on expiry or deletion.",
 	})
+	initRuns = serverSeries.Counter(prometheus.CounterOpts{
+		Name: "orderly_devdatabase_init_runs_total",
+		Help: "Init SQL runs of DevDatabases (spec.init), by result (succeeded, failed).",
+	}, "result")
+	terminated = serverSeries.Counter(prometheus.CounterOpts{
+		Name: "orderly_devdatabase_terminated_connections_total",
+		Help: "Sessions ended by the drop of DevDatabases' databases and roles.",
+	})
 	phases = objectSeries.Gauge(prometheus.GaugeOpts{
 		Name: "orderly_devdatabase_info",
 		Help: "1 for each DevDatabase, labelled with its phase.",
@@ -54,4 +62,16 @@ func countCreated(server string) {
 
 func countDropped(server string) {
 	dropped.WithLabelValues(serverSeries.Values(client.ObjectKey{Name: server})...).Inc()
+}
+
+func countInit(server string, succeeded bool) {
+	result := "failed"
+	if succeeded {
+		result = "succeeded"
+	}
+	initRuns.WithLabelValues(serverSeries.Values(client.ObjectKey{Name: server}, result)...).Inc()
+}
+
+func countTerminated(server string, n int) {
+	terminated.WithLabelValues(serverSeries.Values(client.ObjectKey{Name: server})...).Add(float64(n))
 }

@@ -54,6 +54,22 @@ const (
 	// Reasons of TTLCapped.
 	ReasonMaxTTL       = "MaxTTL"
 	ReasonWithinMaxTTL = "WithinMaxTTL"
+	// ReasonInvalidSecretTemplate: spec.secretTemplate does not parse or render.
+	ReasonInvalidSecretTemplate = "InvalidSecretTemplate"
+	// ReasonDeletionProtected: a deleted DevDatabase keeps its database while
+	// spec.deletionProtected is true.
+	ReasonDeletionProtected = "DeletionProtected"
+	// ReasonDropped (an Event only): the database was dropped on deletion.
+	ReasonDropped = "Dropped"
+	// ReasonUserDropped (an Event only): users removed from spec.users were dropped.
+	ReasonUserDropped = "UserDropped"
+	// Reasons of Initialized (and of Ready while the init SQL holds it back).
+	ReasonInitSucceeded      = "InitSucceeded"
+	ReasonInitFailed         = "InitFailed"
+	ReasonInitRunning        = "InitRunning"
+	ReasonInitPending        = "InitPending"
+	ReasonInitSourceNotFound = "InitSourceNotFound"
+	ReasonInitTooLarge       = "InitTooLarge"
 )
 
 // outcome is what one reconcile observed and did.
@@ -71,14 +87,22 @@ type outcome struct {
 	// serverRead is true when the DatabaseServer was read, and maxTTL is its maxTTL.
 	serverRead bool
 	maxTTL     time.Duration
+	// engine is the DatabaseServer's spec.engine, when serverRead: names differ by engine.
+	engine string
 	// serverID is the identity of the server the database is on, when Ensure
 	// reported one.
 	serverID string
+	// users are the extra users that exist, when usersKnown.
+	users      []datav1alpha1.DevDatabaseUserStatus
+	usersKnown bool
+	// initReason and initMessage say why the init SQL has not run yet, while
+	// status.init is empty.
+	initReason, initMessage string
 }
 
 // on records what the outcome's DatabaseServer says about the database's lifetime.
 func (o outcome) on(s *datav1alpha1.DatabaseServer) outcome {
-	o.serverRead, o.maxTTL = true, s.Spec.MaxTTL.Duration
+	o.serverRead, o.maxTTL, o.engine = true, s.Spec.MaxTTL.Duration, string(s.Spec.Engine)
 	return o
 }
 
@@ -105,6 +129,8 @@ func outcomeFor(err error, phase datav1alpha1.DevDatabasePhase) outcome {
 	case errors.Is(err, engine.ErrNotOwned):
 		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonNotOwned, reachable: true,
 			message: fmt.Sprintf("%v: Orderly never alters or drops what it did not create", err)}
+	case errors.Is(err, engine.ErrEngineUnsupported):
+		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonCreateFailed, reachable: true, retry: recheckFailed, message: err.Error()}
 	case errors.Is(err, engine.ErrExtension):
 		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonExtensionFailed, reachable: true, retry: recheckFailed, message: err.Error()}
 	default:
@@ -133,19 +159,26 @@ func computeStatus(d *datav1alpha1.DevDatabase, o outcome, now time.Time) datav1
 	if o.phase != "" {
 		st.Phase = o.phase
 	}
-	st.Database, st.Role = engine.Names(string(d.UID))
+	if o.serverRead || st.Role == "" {
+		st.Database, st.Role = engine.NamesFor(o.engine, string(d.UID))
+	}
 	st.SecretName = ""
 	if st.Phase == datav1alpha1.PhaseReady {
 		st.SecretName = secretName(d)
 	}
 	switch {
 	case st.Phase == datav1alpha1.PhaseExpired:
-		// Nothing of Orderly's lives on any server.
-		st.ServerIdentity = ""
+		// Nothing of Orderly's lives on any server; a database made again (the ttl
+		// raised) is a new one, with its own users and its own init run.
+		st.ServerIdentity, st.Users, st.Init = "", nil, nil
 	case o.serverID != "":
 		st.ServerIdentity = o.serverID
 	}
+	if o.usersKnown && st.Phase != datav1alpha1.PhaseExpired {
+		st.Users = o.users
+	}
 	conds := kit.ConditionsOf(&st.Conditions, d.Generation)
+	initCondition(d, &st, conds, o)
 	// Without the DatabaseServer its maxTTL is unknown: what was known stands.
 	if o.serverRead || st.ExpiresAt == nil {
 		expiry := metav1.NewTime(expiryOf(d, o.maxTTL))
@@ -180,6 +213,41 @@ func computeStatus(d *datav1alpha1.DevDatabase, o outcome, now time.Time) datav1
 		conds.False(datav1alpha1.ConditionExpiringSoon, ReasonNotExpiringSoon, "")
 	}
 	return st
+}
+
+// initCondition sets Initialized from status.init, or from why the SQL has not run
+// yet; without spec.init there is none.
+func initCondition(d *datav1alpha1.DevDatabase, st *datav1alpha1.DevDatabaseStatus, conds kit.Conditions, o outcome) {
+	if d.Spec.Init == nil {
+		meta.RemoveStatusCondition(&st.Conditions, datav1alpha1.ConditionInitialized)
+		return
+	}
+	in := st.Init
+	switch {
+	case in == nil && o.initReason != "":
+		conds.False(datav1alpha1.ConditionInitialized, o.initReason, o.initMessage)
+	case in == nil:
+		conds.False(datav1alpha1.ConditionInitialized, ReasonInitPending, "The init SQL runs once the database is created")
+	case in.State == datav1alpha1.InitSucceededState:
+		conds.True(datav1alpha1.ConditionInitialized, ReasonInitSucceeded, initSummary(in))
+	case in.State == datav1alpha1.InitFailedState:
+		conds.False(datav1alpha1.ConditionInitialized, ReasonInitFailed, in.Message)
+	default:
+		conds.False(datav1alpha1.ConditionInitialized, ReasonInitRunning, "The init SQL is running: "+initSummary(in))
+	}
+}
+
+// initSummary names what ran: the ConfigMap key, its resourceVersion and hash.
+func initSummary(in *datav1alpha1.DevDatabaseInitStatus) string {
+	sum := in.SHA256
+	if len(sum) > 12 {
+		sum = sum[:12]
+	}
+	msg := fmt.Sprintf("ConfigMap %s key %s (resourceVersion %s, sha256 %s)", in.ConfigMap, in.Key, in.ResourceVersion, sum)
+	if in.FinishedAt != nil {
+		msg += " ran at " + in.FinishedAt.UTC().Format(time.RFC3339)
+	}
+	return msg + "; it never runs again"
 }
 
 // updateStatus writes the status computed from o when it changed, records the

@@ -31,13 +31,19 @@ var (
 	// on (its DatabaseServer's host now leads elsewhere); nothing is created or
 	// dropped there.
 	ErrServerChanged = errors.New("the server is not the one the database was created on")
+	// ErrInit: spec.init's SQL failed (the server refused it, or it ran out of
+	// time) and was rolled back. It is the tenant's SQL: not retried.
+	ErrInit = errors.New("the init SQL failed")
 )
 
 // Server is how Orderly connects to a server as its admin.
 type Server struct {
 	// Name is the DatabaseServer's name: a Connector keeps one pool per name and
 	// replaces it when the other fields change.
-	Name     string
+	Name string
+	// Engine is the DatabaseServer's spec.engine: postgres (also when empty) or
+	// mysql. The connection Secret's keys depend on it.
+	Engine   string
 	Host     string
 	Port     int32
 	SSLMode  string
@@ -82,6 +88,43 @@ type Database struct {
 	// EnsureResult.ServerID reported it; empty when unknown. Ensure and Drop refuse
 	// (ErrServerChanged) on a server with another identity.
 	ServerID string
+	// Users are the database's extra login roles. Ensure makes them exactly these:
+	// it creates the missing ones (with their Password), sets a password where
+	// SetPassword says so, moves their ValidUntil, changes their Access, and drops
+	// the users it made for this OwnerUID that are no longer listed. Drop drops them
+	// all. Like Role, a user's role carries a marker that only the admin can write,
+	// and a role with a user's name but not the marker is never altered or dropped.
+	Users []User
+}
+
+// Access is what an extra user may do in the database.
+type Access string
+
+// Values of Access.
+const (
+	// ReadOnly: connect, use the schemas, read every table, present and future.
+	ReadOnly Access = "ReadOnly"
+	// ReadWrite: ReadOnly plus insert, update and delete rows and use sequences.
+	ReadWrite Access = "ReadWrite"
+)
+
+// User is an extra login role of a Database.
+type User struct {
+	// Name is the user's name in the DevDatabase; Role its login role (UserRole).
+	Name string
+	Role string
+	// Password of the role; SetPassword says whether to (re)set it on an existing role.
+	Password    string
+	SetPassword bool
+	Access      Access
+}
+
+// UserRole is the login role of the DevDatabase uid's user name: deterministic,
+// like Names, so that a crash never leaves a role nobody owns. name is at most 16
+// characters of [a-z0-9-] ('-' becomes '_'), so the role has at most 57.
+func UserRole(uid, name string) string {
+	_, role := Names(uid)
+	return role + "_" + strings.ReplaceAll(name, "-", "_")
 }
 
 // EnsureResult says what Ensure did.
@@ -90,7 +133,32 @@ type EnsureResult struct {
 	Created bool
 	// ServerID is the identity of the server (empty when the admin may not read it).
 	ServerID string
+	// UsersDropped names the users (User.Name) Ensure dropped because they are no
+	// longer listed.
+	UsersDropped []string
 }
+
+// DropResult says what Drop did.
+type DropResult struct {
+	// Terminated counts the sessions Drop ended (connections to the database, and
+	// the roles' sessions elsewhere) before dropping.
+	Terminated int
+}
+
+// TxnState is what the server says of a transaction Init began.
+type TxnState string
+
+// Values of TxnState.
+const (
+	// TxnCommitted: the SQL was applied.
+	TxnCommitted TxnState = "committed"
+	// TxnAborted: rolled back (or the session died before committing): nothing applied.
+	TxnAborted TxnState = "aborted"
+	// TxnInProgress: still running on the server.
+	TxnInProgress TxnState = "in progress"
+	// TxnUnknown: the server no longer knows (too old) or cannot say.
+	TxnUnknown TxnState = "unknown"
+)
 
 // Info is what a server reports about itself.
 type Info struct {
@@ -107,9 +175,20 @@ type Engine interface {
 	Info(ctx context.Context) (Info, error)
 	// Ensure creates what is missing of db: role, database, privileges, extensions.
 	Ensure(ctx context.Context, db Database) (EnsureResult, error)
-	// Drop terminates connections to db, drops it and its role. With retain, the
-	// database is kept and handed to the admin; only the role is dropped.
-	Drop(ctx context.Context, db Database, retain bool) error
+	// Drop terminates connections to db, drops it, its role and its users' roles.
+	// With retain, the database is kept and handed to the admin; only the roles are
+	// dropped.
+	Drop(ctx context.Context, db Database, retain bool) (DropResult, error)
+	// Init runs sql once in db as db.Role itself, logged in with db.Password, never
+	// as the admin (the SQL is the tenant's), in one transaction with a statement
+	// timeout. begun is called with the transaction's identifier once the
+	// transaction has begun and before the SQL runs (empty when the engine cannot
+	// identify it); when begun fails nothing runs. The SQL's own failure is ErrInit,
+	// with the server's message.
+	Init(ctx context.Context, db Database, sql string, begun func(txn string) error) error
+	// InitOutcome says what became of the transaction txn that Init began (after a
+	// restart that lost the answer).
+	InitOutcome(ctx context.Context, txn string) (TxnState, error)
 }
 
 // Connector returns an Engine for a server; engines may pool connections.

@@ -112,3 +112,20 @@ func TestServerForReadsOnlyFromTheManagersNamespace(t *testing.T) {
 		})
 	}
 }
+
+// A user's role is derived from the owner's UID and the user's name alone, never
+// collides with the main role or another user's, and fits PostgreSQL's 63 bytes.
+func TestUserRole(t *testing.T) {
+	const uid = "5296E397-1234-4abc-8def-0123456789ab"
+	_, main := Names(uid)
+	a, b := UserRole(uid, "app-writer"), UserRole(uid, "reader")
+	if a != main+"_app_writer" || b != main+"_reader" || a == b || a == main {
+		t.Fatalf("UserRole: %q, %q (main %q)", a, b, main)
+	}
+	if UserRole(uid, "reader") != b {
+		t.Fatal("UserRole is not deterministic")
+	}
+	if long := UserRole(uid, "abcdefghijklmnop"); len(long) > 63 {
+		t.Fatalf("%q is %d bytes", long, len(long))
+	}
+}

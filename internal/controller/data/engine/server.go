@@ -2,9 +2,14 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,9 +46,9 @@ func ServerFor(ctx context.Context, reader client.Reader, s *datav1alpha1.Databa
 	}
 	port := s.Spec.Port
 	if port == 0 {
-		port = 5432
+		port = datav1alpha1.DefaultPort(s.Spec.Engine)
 	}
-	srv := Server{Name: s.Name, Host: s.Spec.Host, Port: port, SSLMode: string(s.Spec.SSLMode), Username: user, Password: pass}
+	srv := Server{Name: s.Name, Engine: string(s.Spec.Engine), Host: s.Spec.Host, Port: port, SSLMode: string(s.Spec.SSLMode), Username: user, Password: pass}
 	if ref := s.Spec.CASecretRef; ref != nil {
 		ca, err := readSecret(ctx, reader, "caSecretRef", *ref, managerNamespace)
 		if err != nil {
@@ -72,4 +77,60 @@ func readSecret(ctx context.Context, reader client.Reader, field string, ref dat
 		return nil, fmt.Errorf("%w: reading Secret %s/%s (%s): %w", ErrCredentials, managerNamespace, ref.Name, field, err)
 	}
 	return &sec, nil
+}
+
+// Engines is the Connector of a manager that serves several engines: it hands each
+// DatabaseServer to the Connector of its spec.engine (postgres when unset).
+type Engines map[string]Connector
+
+var _ Connector = Engines(nil)
+
+// ErrEngineUnsupported: no Connector serves the DatabaseServer's engine.
+var ErrEngineUnsupported = errors.New("engine not supported")
+
+// Connect connects through the Connector of kind.
+func (m Engines) Connect(ctx context.Context, kind string, s Server) (Engine, error) {
+	if kind == "" {
+		kind = string(datav1alpha1.EnginePostgres)
+	}
+	c, ok := m[kind]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q (this manager serves %s)", ErrEngineUnsupported, kind, strings.Join(slices.Sorted(maps.Keys(m)), ", "))
+	}
+	return c.Connect(ctx, kind, s)
+}
+
+// Forget forgets the server called name in every engine's Connector: its engine
+// is not known any more once it is deleted.
+func (m Engines) Forget(name string) {
+	for _, c := range m {
+		c.Forget(name)
+	}
+}
+
+// Close closes every engine's Connector that can be closed.
+func (m Engines) Close() {
+	for _, c := range m {
+		if cl, ok := c.(interface{ Close() }); ok {
+			cl.Close()
+		}
+	}
+}
+
+// MySQLUserMax is the longest user name MySQL takes (MariaDB's limit, 80, is longer).
+const MySQLUserMax = 32
+
+// NamesFor is Names for a server of engine kind. On mysql the user name must fit
+// MySQL's 32 characters: "orderly_" and 24 hex digits of the SHA-256 of the UID
+// (96 bits; a hash rather than a cut, so that UIDs that share a prefix get
+// different users). The database keeps its name, within the 64 characters both
+// allow. Deterministic, like Names, and for postgres exactly Names, so that the
+// names of databases made before stay what they were.
+func NamesFor(kind, uid string) (database, role string) {
+	database, role = Names(uid)
+	if kind == string(datav1alpha1.EngineMySQL) {
+		sum := sha256.Sum256([]byte(strings.ReplaceAll(strings.ToLower(uid), "-", "")))
+		role = "orderly_" + hex.EncodeToString(sum[:])[:MySQLUserMax-len("orderly_")]
+	}
+	return database, role
 }

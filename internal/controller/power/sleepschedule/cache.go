@@ -35,8 +35,9 @@ func Cache() kit.CacheRules {
 //
 //   - metadata: name, namespace, uid, resourceVersion (the optimistic lock of every
 //     write), generation, timestamps, labels, and only Orderly's own annotations
-//     (power.orderly.dev/*); managed fields and every other annotation (kubectl's
-//     last-applied-configuration, ...) are dropped;
+//     (power.orderly.dev/*) and, with an empty value, Argo CD's tracking annotation
+//     (whether Argo CD manages the workload); managed fields and every other
+//     annotation (kubectl's last-applied-configuration, ...) are dropped;
 //   - Deployment and StatefulSet: spec.replicas, what one pod requests (the sum of the
 //     containers' CPU and memory requests, for status.savedRequests) and the
 //     readiness status fields;
@@ -111,12 +112,19 @@ const annotationPrefix = "power.orderly.dev/"
 func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 	var ann map[string]string
 	for k, v := range m.Annotations {
-		if strings.HasPrefix(k, annotationPrefix) {
-			if ann == nil {
-				ann = map[string]string{}
-			}
-			ann[k] = v
+		switch {
+		case strings.HasPrefix(k, annotationPrefix):
+		case k == argoTrackingAnnotation:
+			// Only whether Argo CD tracks the workload is read (gitOpsTool), not
+			// the value, which the user could make large.
+			v = ""
+		default:
+			continue
 		}
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[k] = v
 	}
 	return metav1.ObjectMeta{
 		Name:              m.Name,

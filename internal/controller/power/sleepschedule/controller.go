@@ -4,6 +4,7 @@
 package sleepschedule
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -54,8 +57,14 @@ type Reconciler struct {
 	// reconciles together; DefaultWriters when zero.
 	Writers int
 
+	// KindsRecheck is how often a schedule that names targets.kinds is reconciled
+	// again (their objects are not watched); DefaultKindsRecheck when zero.
+	KindsRecheck time.Duration
+
 	poolOnce sync.Once
 	writes   *writePool
+	// kinds tells how the kinds of targets.kinds are served.
+	kinds *kindDetector
 }
 
 // +kubebuilder:rbac:groups=power.orderly.dev,resources=sleepschedules,verbs=get;list;watch;update;patch
@@ -85,8 +94,23 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 
 // newReconciler is the reconciler Setup registers; tests change it before registering.
 func newReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
+	var lister resourceLister
+	if dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig()); err == nil {
+		lister = dc
+	} else {
+		lister = brokenDiscovery{err}
+	}
 	return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-sleepschedule"),
-		Clock: deps.ClockOrReal(), ManagerNamespace: deps.Namespace, Writers: DefaultWriters}
+		Clock: deps.ClockOrReal(), ManagerNamespace: deps.Namespace, Writers: DefaultWriters,
+		kinds: newKindDetector(mgr.GetRESTMapper(), lister, time.Now)}
+}
+
+// brokenDiscovery answers every question with the error that kept the discovery
+// client from being made: the kinds of targets.kinds report it.
+type brokenDiscovery struct{ err error }
+
+func (b brokenDiscovery) ServerResourcesForGroupVersion(string) (*metav1.APIResourceList, error) {
+	return nil, b.err
 }
 
 func (r *Reconciler) pool() *writePool {
@@ -169,7 +193,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Nothing is changed, and retrying cannot help: the next spec change reconciles.
 		return ctrl.Result{}, r.updateStatus(ctx, &s, &observation{now: now, invalid: err})
 	}
-	obs := &observation{now: now, state: sched.State(now)}
+	obs := &observation{now: now, state: sched.State(now), weekStart: sched.WeekStart(now)}
 	obs.next, obs.hasNext = sched.Next(now)
 
 	sel, err := r.selectNamespaces(ctx, &s)
@@ -200,6 +224,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	wait := maxRequeue
+	if obs.hasKinds {
+		// The objects of targets.kinds are not watched, and a missing kind may be
+		// installed: look again.
+		wait = cmp.Or(r.KindsRecheck, DefaultKindsRecheck)
+	}
 	if obs.hasNext {
 		// A little past the transition, so that a timer firing early does not find
 		// the old state still current.
@@ -222,6 +251,15 @@ func (r *Reconciler) finalize(ctx context.Context, s *powerv1alpha1.SleepSchedul
 	r.emitWriteEvents(s, obs)
 	if obs.failures > 0 {
 		return fmt.Errorf("waking workloads before deletion: %w", obs.firstErr)
+	}
+	for _, p := range obs.kindProblems {
+		// Objects of a kind that is served but cannot be read may be held asleep:
+		// the schedule is kept until they can be woken (a kind that is no longer
+		// served has no objects left).
+		if p.blocking {
+			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, p.reason, "Wake", "Cannot wake the objects of %s before deletion: %s", p.kind, p.message)
+			return fmt.Errorf("waking workloads before deletion: %s", p.message)
+		}
 	}
 	if obs.conflicted > 0 {
 		return fmt.Errorf("waking workloads before deletion: %d write(s) conflicted, retrying", obs.conflicted)

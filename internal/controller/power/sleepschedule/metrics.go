@@ -38,6 +38,26 @@ var (
 		Name: "orderly_sleepschedule_transitions_total",
 		Help: "State changes of a SleepSchedule, by action (Sleep or Wake).",
 	}, "action")
+	asleepHoursThisWeek = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_sleepschedule_asleep_hours_this_week",
+		Help: "Hours a SleepSchedule held workloads asleep this week (from Monday 00:00 in its time zone).",
+	})
+	savedCoreHoursThisWeek = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_sleepschedule_saved_cpu_core_hours_this_week",
+		Help: "Core-hours of CPU requests of the pods not running because of a SleepSchedule this week.",
+	})
+	savedGiBHoursThisWeek = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_sleepschedule_saved_memory_gib_hours_this_week",
+		Help: "GiB-hours of memory requests of the pods not running because of a SleepSchedule this week.",
+	})
+	gitOpsManaged = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_sleepschedule_gitops_managed_workloads",
+		Help: "Targeted workloads of a SleepSchedule that Argo CD or Flux manages.",
+	})
+	unavailableKinds = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_sleepschedule_unavailable_kinds",
+		Help: "Kinds of a SleepSchedule's targets.kinds that cannot sleep now (not served, no way to sleep, or not permitted).",
+	})
 	writeFailures = series.Counter(prometheus.CounterOpts{
 		Name: "orderly_sleepschedule_write_failures_total",
 		Help: "Workload writes a SleepSchedule could not make.",
@@ -60,6 +80,17 @@ func recordMetrics(key client.ObjectKey, prev, st powerv1alpha1.SleepScheduleSta
 		v = 1
 	}
 	asleep.WithLabelValues(of...).Set(v)
+	gitOpsManaged.WithLabelValues(of...).Set(float64(st.GitOpsManagedCount))
+	if sv := st.Savings; sv != nil {
+		asleepHoursThisWeek.WithLabelValues(of...).Set(float64(sv.AsleepSeconds) / 3600)
+		savedCoreHoursThisWeek.WithLabelValues(of...).Set(float64(sv.CPUMilliCoreSeconds) / 1000 / 3600)
+		savedGiBHoursThisWeek.WithLabelValues(of...).Set(float64(sv.MemoryMiBSeconds) / 1024 / 3600)
+	}
+	unavailable := map[string]bool{}
+	for _, p := range obs.kindProblems {
+		unavailable[p.kind] = true
+	}
+	unavailableKinds.WithLabelValues(of...).Set(float64(len(unavailable)))
 	if len(st.History) > 0 && (len(prev.History) == 0 || !st.History[0].Time.Equal(&prev.History[0].Time) || st.History[0].Action != prev.History[0].Action) {
 		transitions.WithLabelValues(series.Values(key, string(st.History[0].Action))...).Inc()
 	}

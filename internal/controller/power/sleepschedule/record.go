@@ -22,6 +22,11 @@ type sleepRecord struct {
 	Suspend       *bool  `json:"suspend,omitempty"`
 	MinReplicas   *int32 `json:"minReplicas,omitempty"`
 	MaxReplicas   int32  `json:"maxReplicas,omitempty"`
+	// Fields are the fields of a kind of targets.kinds that sleeps by patch.
+	Fields []fieldRecord `json:"fields,omitempty"`
+	// PausedReplicas is a KEDA ScaledObject's paused-replicas annotation before
+	// sleep; nil when it had none (and the annotation is removed on waking).
+	PausedReplicas *string `json:"pausedReplicas,omitempty"`
 }
 
 // errNoRecord is readRecord's answer for a workload without the annotation.
@@ -97,6 +102,14 @@ func (r *sleepRecord) check(kind string) error {
 		}
 		if r.SleepReplicas != nil && *r.SleepReplicas < 0 {
 			return fmt.Errorf("the recorded sleepReplicas %d is negative", *r.SleepReplicas)
+		}
+	case recordScale:
+		return r.check(powerv1alpha1.KindDeployment)
+	case recordPatch:
+		return checkFields(r.Fields)
+	case recordKEDA:
+		if r.PausedReplicas != nil && len(*r.PausedReplicas) > 63 {
+			return errors.New("the recorded paused-replicas annotation is longer than 63 characters")
 		}
 	case powerv1alpha1.KindCronJob:
 		if r.Suspend == nil {

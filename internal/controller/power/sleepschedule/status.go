@@ -29,6 +29,9 @@ const (
 	ReasonAllReady          = "AllReady"
 	ReasonNotReady          = "WorkloadsNotReady"
 	ReasonLeftAlone         = "LeftAlone"
+	// Reasons of the GitOpsManaged condition and Event.
+	ReasonGitOpsManaged   = "GitOpsManaged"
+	ReasonNoGitOpsManaged = "NoGitOpsManaged"
 	// ReasonInvalidRecord is the Warning Event of workloads released without being
 	// restored, because their sleep record cannot be restored.
 	ReasonInvalidRecord = "InvalidRecord"
@@ -51,6 +54,9 @@ type observation struct {
 	state   powerv1alpha1.SleepState
 	next    time.Time
 	hasNext bool
+	// weekStart is the start of the current week in the schedule's time zone, for
+	// status.savings; zero leaves the savings as they are.
+	weekStart time.Time
 
 	namespaces    []string
 	conflicts     []namespaceConflict
@@ -58,6 +64,13 @@ type observation struct {
 	workloads     []*workload
 	pinnedHPAs    []*autoscalingv2.HorizontalPodAutoscaler
 	sleepReplicas int32
+
+	// hasKinds: the schedule names targets.kinds. kindProblems are why some of them
+	// were skipped; kedaTargets are the workloads KEDA ScaledObjects of those kinds
+	// scale, which are left to KEDA.
+	hasKinds     bool
+	kindProblems []kindProblem
+	kedaTargets  map[hpaKey]bool
 
 	slept, woken, released, leftAlone int
 	failures, conflicted              int
@@ -78,7 +91,10 @@ func (o *observation) recordWrite(w *workload, err error) {
 			o.firstErr = fmt.Errorf("%s: %w", w.id(), err)
 		}
 		o.failedNames = append(o.failedNames, w.id())
-	case w.act == actSleep:
+		if p := writeProblem(w); p != nil {
+			o.kindProblems = append(o.kindProblems, *p)
+		}
+	case w.act == actSleep || w.act == actFinishSleep:
 		o.slept++
 	case w.act == actWake:
 		o.woken++
@@ -140,8 +156,12 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 
 	var workloads, sleeping, ready, wouldSleep, sleptBefore, heldBefore int32
 	var notReady, leftAlone []string
+	var gitOps []powerv1alpha1.GitOpsWorkload
 	var saved requestSum
 	for _, w := range obs.workloads {
+		if w.targeted && w.gitOps != "" {
+			gitOps = append(gitOps, powerv1alpha1.GitOpsWorkload{Tool: w.gitOps, Workload: w.id()})
+		}
 		if w.asleepBy == s.Name {
 			heldBefore++
 		}
@@ -160,6 +180,8 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 			saved.add(w.podRequests, w.savedPods(obs.sleepReplicas))
 		case w.asleepBy == s.Name && (w.act == actLeftAlone || w.act == actNone && (w.leftAlone || w.changedByOwner())):
 			leftAlone = append(leftAlone, w.id())
+		case w.extra != nil:
+			// Whether an object of another kind is ready is its own controller's to say.
 		case w.targeted && w.kind != powerv1alpha1.KindCronJob && w.act == actWake:
 			// Just woken: its pods are only starting.
 			notReady = append(notReady, w.id())
@@ -172,12 +194,19 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		}
 	}
 	st.Workloads, st.SleepingWorkloads = workloads, sleeping
+	st.GitOpsManaged, st.GitOpsManagedCount = nil, int32(len(gitOps))
+	if len(gitOps) > 0 {
+		st.GitOpsManaged = gitOps[:min(len(gitOps), namesLimit)]
+	}
 	st.LeftAlone, st.LeftAloneCount = kit.Bounded(leftAlone, namesLimit), int32(len(leftAlone))
 	st.WouldSleep = 0
 	if s.Spec.DryRun {
 		st.WouldSleep = wouldSleep
 	}
 	st.SavedRequests = saved.list()
+	if !obs.weekStart.IsZero() && !s.Spec.DryRun {
+		st.Savings = countSavings(&s.Status, obs.now, obs.weekStart, obs.state != s.Status.State)
+	}
 	st.ReadyWorkloads, st.NotReady = 0, nil
 	if obs.state == powerv1alpha1.StateAwake {
 		st.ReadyWorkloads, st.NotReady = ready, kit.Bounded(notReady, namesLimit)
@@ -243,6 +272,30 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 			fmt.Sprintf("%d of %d awake workloads have all replicas ready; not ready: %s", ready, int(ready)+len(notReady), kit.FirstN(notReady, namesLimit)))
 	default:
 		cond.True(powerv1alpha1.ConditionWorkloadsReady, ReasonAllReady, fmt.Sprintf("All %d awake workloads have all replicas ready", ready))
+	}
+
+	if len(gitOps) > 0 {
+		var argo, flux int
+		for _, g := range gitOps {
+			if g.Tool == powerv1alpha1.GitOpsArgoCD {
+				argo++
+			} else {
+				flux++
+			}
+		}
+		cond.True(powerv1alpha1.ConditionGitOpsManaged, ReasonGitOpsManaged,
+			fmt.Sprintf("%d targeted workload(s) are managed by a GitOps tool (Argo CD: %d, Flux: %d; see status.gitOpsManaged), which scales them back up while asleep unless told to ignore their replicas (docs/sleepschedule.md, GitOps)", len(gitOps), argo, flux))
+	} else {
+		cond.False(powerv1alpha1.ConditionGitOpsManaged, ReasonNoGitOpsManaged, "No targeted workload carries the tracking label or annotation of Argo CD or Flux")
+	}
+	switch {
+	case !obs.hasKinds:
+		meta.RemoveStatusCondition(&st.Conditions, powerv1alpha1.ConditionKindsAvailable)
+	case len(obs.kindProblems) > 0:
+		p := obs.kindProblems[0]
+		cond.False(powerv1alpha1.ConditionKindsAvailable, p.reason, kit.Truncate(kindsMessage(obs.kindProblems), 1024))
+	default:
+		cond.True(powerv1alpha1.ConditionKindsAvailable, ReasonKindsAvailable, fmt.Sprintf("All %d kind(s) of targets.kinds are served and may be read and written", len(s.Spec.Targets.Kinds)))
 	}
 
 	until := "no transition is scheduled"
@@ -329,6 +382,16 @@ func (r *Reconciler) emitEvents(s *powerv1alpha1.SleepSchedule, obs *observation
 		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonNamespaceConflict, "Select",
 			"%d selected namespace(s) are left to an older SleepSchedule, e.g. %s owned by %s", len(obs.conflicts), c.namespace, c.owner)
 	}
+	if n := gitOpsCount(obs); n > s.Status.GitOpsManagedCount {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonGitOpsManaged, "Observe",
+			"%d targeted workload(s) are managed by Argo CD or Flux, which scale a sleeping workload back up unless told to ignore its replicas, e.g. %s (docs/sleepschedule.md, GitOps)", n, firstGitOps(obs))
+	}
+	if len(obs.kindProblems) > 0 {
+		p := obs.kindProblems[0]
+		if c := meta.FindStatusCondition(s.Status.Conditions, powerv1alpha1.ConditionKindsAvailable); c == nil || c.Status != metav1.ConditionFalse || c.Reason != p.reason {
+			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, p.reason, "Observe", "%s", kit.Truncate(kindsMessage(obs.kindProblems), 1024))
+		}
+	}
 	if s.Spec.DryRun && s.Status.State != obs.state {
 		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonDryRun, "DryRun", "Dry run: the schedule is now %s; nothing was changed", obs.state)
 	}
@@ -351,7 +414,7 @@ func (r *Reconciler) emitWriteEvents(s *powerv1alpha1.SleepSchedule, obs *observ
 		case w.act == actLeftAlone:
 			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonLeftAlone, "Sleep",
 				"%s was changed by someone else while asleep (now %s); Orderly leaves it alone and will not restore it on waking", w.id(), w.describeValue())
-		case w.act == actRelease && !w.leftAlone && w.record != nil && w.badRecord == nil:
+		case w.act == actRelease && !w.leftAlone && !w.halfWoken && w.record != nil && w.badRecord == nil:
 			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonLeftAlone, "Wake",
 				"%s was changed by someone else while asleep (now %s); it is kept as it is", w.id(), w.describeValue())
 		}
@@ -366,7 +429,37 @@ func (r *Reconciler) emitWriteEvents(s *powerv1alpha1.SleepSchedule, obs *observ
 	}
 }
 
+func gitOpsCount(obs *observation) int32 {
+	var n int32
+	for _, w := range obs.workloads {
+		if w.targeted && w.gitOps != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func firstGitOps(obs *observation) string {
+	for _, w := range obs.workloads {
+		if w.targeted && w.gitOps != "" {
+			return fmt.Sprintf("%s (%s)", w.id(), w.gitOps)
+		}
+	}
+	return ""
+}
+
 func (w *workload) describeValue() string {
+	if w.extra != nil {
+		switch w.extra.mode {
+		case modePatch:
+			return "patched fields changed"
+		case modeKEDA:
+			if p := kedaPaused(w.obj); p != nil {
+				return powerv1alpha1.KEDAPausedReplicasAnnotation + "=" + *p
+			}
+			return "no " + powerv1alpha1.KEDAPausedReplicasAnnotation
+		}
+	}
 	if w.kind == powerv1alpha1.KindCronJob {
 		return fmt.Sprintf("suspend=%v", w.value == 1)
 	}

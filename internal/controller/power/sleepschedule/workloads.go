@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,15 +36,28 @@ const (
 	actRelease
 	// actLeftAlone marks a workload whose owner changed it while asleep.
 	actLeftAlone
+	// actFinishSleep scales down an object of a kind with a scale subresource whose
+	// record was written but whose scale write failed (two requests: the record on
+	// the object, then its scale).
+	actFinishSleep
 )
 
-// workload is a Deployment, StatefulSet or CronJob seen through what sleeping needs.
+// workload is a Deployment, StatefulSet, CronJob or object of a kind of
+// targets.kinds, seen through what sleeping needs.
 type workload struct {
+	// kind is the kind (Kind.group for the kinds of targets.kinds).
 	kind string
-	name string        // "Kind namespace/name", set by id()
-	obj  client.Object // from the cache: never modified
+	// extra is the kind of targets.kinds the object is of; nil for the built-in kinds.
+	extra *extraKind
+	name  string        // "Kind namespace/name", set by id()
+	obj   client.Object // from the cache: never modified
 	// value is the replica count, or for a CronJob 1 when suspended and 0 otherwise.
 	value int32
+	// halfWoken: a kind with a scale subresource whose replicas were restored but
+	// whose record was not removed (two requests); it is released without an Event.
+	halfWoken bool
+	// gitOps is the GitOps tool that manages the workload, "" when none.
+	gitOps powerv1alpha1.GitOpsTool
 	// podRequests is the CPU and memory one pod requests.
 	podRequests corev1.ResourceList
 	ready       bool
@@ -85,8 +99,24 @@ func (w *workload) sleepValue() int32 {
 
 // changedByOwner reports whether someone else changed the workload while asleep.
 func (w *workload) changedByOwner() bool {
-	return w.record != nil && w.value != w.sleepValue()
+	if w.record == nil {
+		return false
+	}
+	if w.extra != nil {
+		switch w.extra.mode {
+		case modePatch:
+			u, ok := w.obj.(*unstructured.Unstructured)
+			return !ok || fieldsChanged(u.Object, w.record.Fields)
+		case modeKEDA:
+			p := kedaPaused(w.obj)
+			return p == nil || *p != kedaSleepValue
+		}
+	}
+	return w.value != w.sleepValue()
 }
+
+// kedaSleepValue is the paused-replicas annotation of a sleeping ScaledObject.
+const kedaSleepValue = "0"
 
 // decide is the whole sleep/wake policy for one workload, from observation alone.
 func decide(w *workload, schedule string) action {
@@ -139,6 +169,14 @@ func podRequests(spec *corev1.PodSpec) corev1.ResourceList {
 }
 
 type hpaKey struct{ namespace, kind, name string }
+
+// hpaKind is the kind an HPA's scaleTargetRef names the workload by.
+func (w *workload) hpaKind() string {
+	if w.extra != nil {
+		return w.extra.gk.Kind
+	}
+	return w.kind
+}
 
 // observeWorkloads lists the workloads of the managed namespaces and those this
 // schedule holds asleep anywhere, and decides what to do with each.
@@ -213,6 +251,8 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 	if err := listFrom(mine); err != nil {
 		return err
 	}
+	obs.kedaTargets = map[hpaKey]bool{}
+	r.observeKinds(ctx, s, obs, add)
 
 	excludeSel := k8slabels.Nothing()
 	// When deleting nothing is targeted: a selector that cannot be read must not keep
@@ -236,16 +276,39 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 		o := w.obj
 		w.asleepBy = o.GetLabels()[powerv1alpha1.AsleepLabel]
 		if w.asleepBy == s.Name {
-			if w.record, w.badRecord = readRecord(o, w.kind); w.badRecord != nil {
+			recordKind := w.kind
+			if w.extra != nil {
+				recordKind = w.extra.recordKind()
+			}
+			if w.record, w.badRecord = readRecord(o, recordKind); w.badRecord != nil {
 				w.record = nil
 			}
 			w.leftAlone = o.GetAnnotations()[powerv1alpha1.LeftAloneAnnotation] == "true"
 		}
-		w.hpa = hpas[hpaKey{o.GetNamespace(), w.kind, o.GetName()}]
-		w.targeted = !obs.deleting && managed[o.GetNamespace()] && enabled[w.kind] &&
-			!excluded(s, w, excludeSel) && (w.hpa == nil || hpaEnabled)
+		w.hpa = hpas[hpaKey{o.GetNamespace(), w.hpaKind(), o.GetName()}]
+		// A workload a KEDA ScaledObject of the schedule's kinds scales is left to
+		// KEDA, which the ScaledObject's pause annotation scales down: scaling it too
+		// would fight KEDA's HPA.
+		leftToKEDA := obs.kedaTargets[hpaKey{o.GetNamespace(), w.hpaKind(), o.GetName()}]
+		w.targeted = !obs.deleting && managed[o.GetNamespace()] && (w.extra != nil || enabled[w.kind]) &&
+			!excluded(s, w, excludeSel) && (w.hpa == nil || hpaEnabled) && !leftToKEDA
 		w.want = asleep && w.targeted
 		w.act = decide(w, s.Name)
+		if w.extra != nil && w.extra.mode == modeScale && w.record != nil && w.record.Replicas != nil &&
+			w.value == *w.record.Replicas && w.value != w.sleepValue() && !w.leftAlone {
+			// The record was written and the scale not (yet) changed, or the scale
+			// restored and the record not (yet) removed: finish what was begun, and do
+			// not take it for a change by the owner.
+			switch w.act {
+			case actLeftAlone:
+				w.act = actFinishSleep
+			case actRelease:
+				w.halfWoken = true
+			}
+		}
+		if w.targeted {
+			w.gitOps = gitOpsTool(o)
+		}
 	}
 	// By kind, namespace and name, without building the names.
 	slices.SortFunc(all, func(a, b *workload) int {
@@ -261,8 +324,12 @@ func excluded(s *powerv1alpha1.SleepSchedule, w *workload, sel k8slabels.Selecto
 	if o.GetAnnotations()[powerv1alpha1.ExcludeAnnotation] == "true" || sel.Matches(k8slabels.Set(o.GetLabels())) {
 		return true
 	}
+	kind := w.kind
+	if w.extra != nil {
+		kind = w.extra.gk.Kind
+	}
 	for _, ref := range s.Spec.Exclude.Workloads {
-		if ref.Kind == w.kind && ref.Name == o.GetName() && (ref.Namespace == "" || ref.Namespace == o.GetNamespace()) {
+		if ref.Kind == kind && ref.Name == o.GetName() && (ref.Namespace == "" || ref.Namespace == o.GetNamespace()) {
 			return true
 		}
 	}
@@ -275,6 +342,8 @@ func (w *workload) asleepNow(schedule string) bool {
 	switch w.act {
 	case actSleep:
 		return w.err == nil
+	case actFinishSleep:
+		return true // asleep by record; a failed scale write is retried
 	case actWake, actRelease:
 		return w.err != nil // a failed or conflicting wake leaves it asleep
 	case actLeftAlone:
@@ -285,7 +354,7 @@ func (w *workload) asleepNow(schedule string) bool {
 
 // savedPods is how many of the workload's pods do not run because it sleeps.
 func (w *workload) savedPods(sleepReplicas int32) int64 {
-	if w.kind == powerv1alpha1.KindCronJob {
+	if w.kind == powerv1alpha1.KindCronJob || w.extra != nil {
 		return 0
 	}
 	orig, slept := int32(0), sleepReplicas

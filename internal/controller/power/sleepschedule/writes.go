@@ -137,6 +137,9 @@ func (r *Reconciler) writeOrRelease(ctx context.Context, s *powerv1alpha1.SleepS
 // write makes one workload's change, with optimistic locking: the decision was made
 // on the cached version, and a change by someone else since must not be overwritten.
 func (r *Reconciler) write(ctx context.Context, s *powerv1alpha1.SleepSchedule, w *workload, sleepReplicas int32) error {
+	if w.extra != nil {
+		return r.writeKind(ctx, s, w, sleepReplicas)
+	}
 	p := newPatch(w.obj)
 	switch w.act {
 	case actSleep:
@@ -153,7 +156,7 @@ func (r *Reconciler) write(ctx context.Context, s *powerv1alpha1.SleepSchedule, 
 			p.spec["suspend"] = true
 		}
 		raw, _ := json.Marshal(rec)
-		p.setLabel(powerv1alpha1.AsleepLabel, s.Name)
+		p.markAsleep(s.Name)
 		p.setAnnotation(powerv1alpha1.SleepStateAnnotation, string(raw))
 		p.removeAnnotation(powerv1alpha1.LeftAloneAnnotation)
 	case actWake:
@@ -203,8 +206,9 @@ func newPatch(from client.Object) *workloadPatch {
 	return &workloadPatch{from: from, labels: map[string]*string{}, annotations: map[string]*string{}, spec: map[string]any{}}
 }
 
-func (p *workloadPatch) setLabel(k, v string)      { p.labels[k] = &v }
-func (p *workloadPatch) setAnnotation(k, v string) { p.annotations[k] = &v }
+// markAsleep sets the label naming the schedule that holds the workload asleep.
+func (p *workloadPatch) markAsleep(schedule string) { p.labels[powerv1alpha1.AsleepLabel] = &schedule }
+func (p *workloadPatch) setAnnotation(k, v string)  { p.annotations[k] = &v }
 
 // removeLabel and removeAnnotation send null for a key the workload has; nothing for
 // one it does not.
@@ -305,7 +309,7 @@ func (r *Reconciler) writeHPA(ctx context.Context, s *powerv1alpha1.SleepSchedul
 	p := newPatch(h.hpa)
 	if h.pin {
 		raw, _ := json.Marshal(sleepRecord{MinReplicas: h.hpa.Spec.MinReplicas, MaxReplicas: h.hpa.Spec.MaxReplicas})
-		p.setLabel(powerv1alpha1.AsleepLabel, s.Name)
+		p.markAsleep(s.Name)
 		p.setAnnotation(powerv1alpha1.SleepStateAnnotation, string(raw))
 		p.spec["minReplicas"], p.spec["maxReplicas"] = sleepReplicas, sleepReplicas
 	} else {

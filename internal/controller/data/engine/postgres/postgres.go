@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,10 +97,13 @@ type Timeouts struct {
 	// Grace is how much longer than the server's own timeout Orderly waits for an
 	// answer. Default 2 s.
 	Grace time.Duration
+	// Init is the statement_timeout of a DevDatabase's init SQL, and how long its
+	// transaction may take in all. Default 1 min.
+	Init time.Duration
 }
 
 // DefaultTimeouts are the timeouts of a Connector that sets none.
-var DefaultTimeouts = Timeouts{Statement: 30 * time.Second, Lock: 5 * time.Second, Clone: 10 * time.Minute, Grace: 2 * time.Second}
+var DefaultTimeouts = Timeouts{Statement: 30 * time.Second, Lock: 5 * time.Second, Clone: 10 * time.Minute, Grace: 2 * time.Second, Init: time.Minute}
 
 func (t Timeouts) withDefaults() Timeouts {
 	if t.Statement <= 0 {
@@ -113,6 +117,9 @@ func (t Timeouts) withDefaults() Timeouts {
 	}
 	if t.Grace <= 0 {
 		t.Grace = DefaultTimeouts.Grace
+	}
+	if t.Init <= 0 {
+		t.Init = DefaultTimeouts.Init
 	}
 	return t
 }
@@ -289,10 +296,10 @@ func (p *Postgres) deadline(ctx context.Context, n int) (context.Context, contex
 
 // exec runs sql (statements separated by semicolons run as one implicit
 // transaction) on the pool, within the deadline of n statements.
-func (p *Postgres) exec(ctx context.Context, n int, what, sql string, args ...any) error {
+func (p *Postgres) exec(ctx context.Context, n int, what, sql string) error {
 	ctx, cancel := p.deadline(ctx, n)
 	defer cancel()
-	_, err := p.pool.Exec(ctx, sql, args...)
+	_, err := p.pool.Exec(ctx, sql)
 	return p.classify(err, what)
 }
 
@@ -514,9 +521,19 @@ func sameValidity(have *time.Time, t time.Time) bool {
 }
 
 // Ensure creates what is missing of db's role and database, prepares a new database
-// (privileges, public schema, extensions) and takes over a database made by an
-// earlier version.
+// (privileges, public schema, extensions), takes over a database made by an
+// earlier version, and makes the database's extra users db.Users.
 func (p *Postgres) Ensure(ctx context.Context, db engine.Database) (engine.EnsureResult, error) {
+	res, err := p.ensureDatabase(ctx, db)
+	if err != nil {
+		return res, err
+	}
+	res.UsersDropped, err = p.ensureUsers(ctx, db)
+	return res, err
+}
+
+// ensureDatabase is Ensure's database and main role.
+func (p *Postgres) ensureDatabase(ctx context.Context, db engine.Database) (engine.EnsureResult, error) {
 	var res engine.EnsureResult
 	id, err := p.identity(ctx)
 	if err != nil {
@@ -741,10 +758,12 @@ func (p *Postgres) prepare(ctx context.Context, db engine.Database) error {
 			}
 			for _, s := range schemas {
 				n := ident(s)
+				// With the grant option, so that the role can pass them on to its
+				// database's extra users (spec.users), whom it grants to itself.
 				stmts = append(stmts,
-					"GRANT USAGE, CREATE ON SCHEMA "+n+" TO "+r,
-					"GRANT ALL ON ALL TABLES IN SCHEMA "+n+" TO "+r,
-					"GRANT ALL ON ALL SEQUENCES IN SCHEMA "+n+" TO "+r,
+					"GRANT USAGE, CREATE ON SCHEMA "+n+" TO "+r+" WITH GRANT OPTION",
+					"GRANT ALL ON ALL TABLES IN SCHEMA "+n+" TO "+r+" WITH GRANT OPTION",
+					"GRANT ALL ON ALL SEQUENCES IN SCHEMA "+n+" TO "+r+" WITH GRANT OPTION",
 					"GRANT ALL ON ALL FUNCTIONS IN SCHEMA "+n+" TO "+r)
 			}
 		}
@@ -812,74 +831,122 @@ func (p *Postgres) takeOver(ctx context.Context, db engine.Database) error {
 	})
 }
 
-// Drop terminates connections, then drops db and its role, or with retain hands the
-// database to the admin and drops only the role. What is not Orderly's is never
-// dropped or altered, and nothing is done on a server other than the database's.
-func (p *Postgres) Drop(ctx context.Context, db engine.Database, retain bool) error {
+// Drop terminates connections, then drops db, its role and its users' roles, or
+// with retain hands the database to the admin and drops only the roles. What is not
+// Orderly's is never dropped or altered, and nothing is done on a server other than
+// the database's.
+func (p *Postgres) Drop(ctx context.Context, db engine.Database, retain bool) (engine.DropResult, error) {
+	var res engine.DropResult
 	id, err := p.identity(ctx)
 	if err != nil {
-		return err
+		return res, err
 	}
 	if err := sameServer(db.ServerID, id); err != nil {
-		return err
+		return res, err
 	}
 	role, err := p.role(ctx, db.Role)
 	if err != nil {
-		return err
+		return res, err
 	}
 	if role.exists && !roleMarked(role, db) {
-		return fmt.Errorf("role %s %w", db.Role, engine.ErrNotOwned)
+		return res, fmt.Errorf("role %s %w", db.Role, engine.ErrNotOwned)
 	}
+	users, err := p.userRoles(ctx, db)
+	if err != nil {
+		return res, err
+	}
+	var userNames []string
+	for name, u := range users {
+		if u.user != "" {
+			userNames = append(userNames, name)
+		}
+	}
+	slices.Sort(userNames)
 	st, err := p.database(ctx, db.Name)
 	if err != nil {
-		return err
+		return res, err
 	}
 	if st.exists {
 		switch judge(st, role, db) {
 		case released:
 		case ours, unprepared, legacy:
 			if retain {
-				if err := p.release(ctx, db); err != nil {
-					return err
+				n, err := p.release(ctx, db, userNames)
+				res.Terminated += n
+				if err != nil {
+					return res, err
 				}
 				break
 			}
-			if err := p.exec(ctx, 1, "terminating connections", `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, db.Name); err != nil {
-				return err
+			n, err := p.terminate(ctx, "terminating connections", `datname = $1 AND pid <> pg_backend_pid()`, db.Name)
+			res.Terminated += n
+			if err != nil {
+				return res, err
 			}
 			if err := p.exec(ctx, 1, "dropping database", "DROP DATABASE IF EXISTS "+ident(db.Name)+" WITH (FORCE)"); err != nil {
-				return err
+				return res, err
 			}
 		default:
-			return fmt.Errorf("database %s %w", db.Name, engine.ErrNotOwned)
+			return res, fmt.Errorf("database %s %w", db.Name, engine.ErrNotOwned)
+		}
+	}
+	for _, u := range userNames {
+		n, err := p.dropUser(ctx, db, u, false)
+		res.Terminated += n
+		if err != nil {
+			return res, err
 		}
 	}
 	if role.exists {
-		if err := p.exec(ctx, 1, "terminating the role's connections", `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, db.Role); err != nil {
-			return err
+		n, err := p.terminate(ctx, "terminating the role's connections", `usename = $1`, db.Role)
+		res.Terminated += n
+		if err != nil {
+			return res, err
 		}
 		if err := p.exec(ctx, 1, "dropping role", "DROP ROLE IF EXISTS "+ident(db.Role)); err != nil {
-			return err
+			return res, err
 		}
 	}
-	return nil
+	return res, nil
+}
+
+// terminate ends the sessions pg_stat_activity selects by where, and says how many.
+func (p *Postgres) terminate(ctx context.Context, what, where string, args ...any) (int, error) {
+	qctx, cancel := p.deadline(ctx, 1)
+	defer cancel()
+	var n int64
+	err := p.pool.QueryRow(qctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE `+where, args...).Scan(&n)
+	return int(n), p.classify(err, what)
 }
 
 // release hands a retained database and everything in it to the admin, and marks it
-// as no longer Orderly's.
-func (p *Postgres) release(ctx context.Context, db engine.Database) error {
-	if err := p.exec(ctx, 1, "terminating connections", `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND usename = $2`, db.Name, db.Role); err != nil {
-		return err
+// as no longer Orderly's; its users' privileges in it go too. It returns how many
+// sessions it ended.
+func (p *Postgres) release(ctx context.Context, db engine.Database, users []string) (int, error) {
+	n, err := p.terminate(ctx, "terminating connections", `datname = $1 AND (usename = $2 OR usename = ANY($3))`, db.Name, db.Role, users)
+	if err != nil {
+		return n, err
 	}
 	r := ident(db.Role)
+	owned := []string{r}
+	var userIdents []string
+	for _, u := range users {
+		userIdents = append(userIdents, ident(u))
+	}
+	owned = append(owned, userIdents...)
 	// Inside the database: REASSIGN covers its objects (and the database itself, for
-	// one made by an earlier version); DROP OWNED also revokes the role's privileges.
-	return p.inside(ctx, db.Name, "releasing the retained database", func(context.Context, *pgx.Conn) ([]string, error) {
-		return []string{
-			"REASSIGN OWNED BY " + r + " TO CURRENT_USER",
-			"DROP OWNED BY " + r,
-			"COMMENT ON DATABASE " + ident(db.Name) + " IS " + literal(retainedPrefix+db.OwnerUID),
-		}, nil
+	// one made by an earlier version); DROP OWNED also revokes the roles'
+	// privileges. The users' go first, in a statement of their own: the default
+	// privileges the role granted them are entries of the role's own, and one DROP
+	// OWNED of both removes that entry twice ("could not find tuple for default ACL").
+	return n, p.inside(ctx, db.Name, "releasing the retained database", func(context.Context, *pgx.Conn) ([]string, error) {
+		stmts := []string{"REASSIGN OWNED BY " + strings.Join(owned, ", ") + " TO CURRENT_USER"}
+		if len(userIdents) > 0 {
+			stmts = append(stmts, "DROP OWNED BY "+strings.Join(userIdents, ", "))
+		}
+		return append(stmts,
+			"DROP OWNED BY "+r,
+			"COMMENT ON DATABASE "+ident(db.Name)+" IS "+literal(retainedPrefix+db.OwnerUID)), nil
 	})
 }
 

@@ -84,7 +84,7 @@ func TestEnsureIsIdempotentAndDropRemovesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := e.Drop(ctx, db, false); err != nil {
+	if _, err := e.Drop(ctx, db, false); err != nil {
 		t.Fatal(err)
 	}
 	if count(t, admin, qDB, db.Name) != 0 || count(t, admin, qRole, db.Role) != 0 {
@@ -93,7 +93,7 @@ func TestEnsureIsIdempotentAndDropRemovesEverything(t *testing.T) {
 	if err := conn.Ping(ctx); err == nil {
 		t.Fatal("the role's connection survived the drop")
 	}
-	if err := e.Drop(ctx, db, false); err != nil {
+	if _, err := e.Drop(ctx, db, false); err != nil {
 		t.Fatalf("Drop of what is gone: %v", err)
 	}
 }
@@ -109,7 +109,7 @@ func TestNeverDropsOrAltersWhatIsNotMarked(t *testing.T) {
 	if _, err := e.Ensure(ctx, db); !errors.Is(err, engine.ErrNotOwned) {
 		t.Fatalf("Ensure over a foreign role: %v, want ErrNotOwned", err)
 	}
-	if err := e.Drop(ctx, db, false); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Drop(ctx, db, false); !errors.Is(err, engine.ErrNotOwned) {
 		t.Fatalf("Drop of a foreign role: %v, want ErrNotOwned", err)
 	}
 	if count(t, admin, qRole, db.Role) != 1 {
@@ -125,7 +125,7 @@ func TestNeverDropsOrAltersWhatIsNotMarked(t *testing.T) {
 	}
 	// Ensure created (and marked) the role before it found the database; Drop must
 	// still leave the foreign database alone.
-	if err := e.Drop(ctx, other, false); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Drop(ctx, other, false); !errors.Is(err, engine.ErrNotOwned) {
 		t.Fatalf("Drop of a foreign database: %v, want ErrNotOwned", err)
 	}
 	if count(t, admin, qDB, other.Name) != 1 {
@@ -156,7 +156,7 @@ func TestCrashBetweenCreateDatabaseAndCommentIsRecovered(t *testing.T) {
 	if comment != Marker(db.OwnerUID) {
 		t.Fatalf("marker = %q", comment)
 	}
-	if err := e.Drop(ctx, db, false); err != nil {
+	if _, err := e.Drop(ctx, db, false); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -176,7 +176,7 @@ func TestRetainKeepsTheDatabaseForTheAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = conn.Close(ctx)
-	if err := e.Drop(ctx, db, true); err != nil {
+	if _, err := e.Drop(ctx, db, true); err != nil {
 		t.Fatal(err)
 	}
 	if count(t, admin, qRole, db.Role) != 0 || count(t, admin, qDB, db.Name) != 1 {
@@ -192,7 +192,7 @@ func TestRetainKeepsTheDatabaseForTheAdmin(t *testing.T) {
 		t.Fatalf("retained data: %d, %v", v, err)
 	}
 	// Released: no longer Orderly's, so a later Drop leaves it alone.
-	if err := e.Drop(ctx, db, false); err != nil {
+	if _, err := e.Drop(ctx, db, false); err != nil {
 		t.Fatal(err)
 	}
 	if count(t, admin, qDB, db.Name) != 1 {

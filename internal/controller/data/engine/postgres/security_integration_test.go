@@ -66,7 +66,7 @@ func TestTheRoleCannotRewriteWhatOrderlyTrusts(t *testing.T) {
 	if err := admin.QueryRow(ctx, "SELECT rolvaliduntil FROM pg_roles WHERE rolname = $1", db.Role).Scan(&validUntil); err != nil || !validUntil.Equal(db.ValidUntil) {
 		t.Errorf("VALID UNTIL after extending = %s (%v), want %s", validUntil, err, db.ValidUntil)
 	}
-	if err := e.Drop(ctx, db, false); err != nil {
+	if _, err := e.Drop(ctx, db, false); err != nil {
 		t.Fatal(err)
 	}
 	if count(t, admin, qDB, db.Name) != 0 {
@@ -113,7 +113,7 @@ func TestDatabasesOfEarlierVersionsAreTakenOverWhateverTheirComment(t *testing.T
 
 	// Expiry: dropped, whatever the comment says.
 	expiring := legacy("b2b2b2b2-0000-4000-8000-000000000012")
-	if err := e.Drop(ctx, expiring, false); err != nil {
+	if _, err := e.Drop(ctx, expiring, false); err != nil {
 		t.Fatalf("Drop of a legacy database: %v", err)
 	}
 	if count(t, admin, qDB, expiring.Name) != 0 || count(t, admin, qRole, expiring.Role) != 0 {
@@ -143,7 +143,7 @@ func TestDatabasesOfEarlierVersionsAreTakenOverWhateverTheirComment(t *testing.T
 	if _, err := conn.Exec(ctx, fmt.Sprintf(`COMMENT ON DATABASE %q IS 'mine'`, kept.Name)); err == nil {
 		t.Error("the role can still rewrite the marker")
 	}
-	if err := e.Drop(ctx, kept, false); err != nil {
+	if _, err := e.Drop(ctx, kept, false); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -180,7 +180,7 @@ func TestExtensionsGoIntoTheAdminsSchema(t *testing.T) {
 		t.Error("the role can write into the extensions schema")
 	}
 	_ = admin
-	if err := e.Drop(ctx, db, false); err != nil {
+	if _, err := e.Drop(ctx, db, false); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -216,7 +216,7 @@ func TestLockWaitsEndAtTheLockTimeout(t *testing.T) {
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	err = e.Drop(dctx, db, false)
+	_, err = e.Drop(dctx, db, false)
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("Drop waited %s for the lock", took)
 	}
@@ -224,7 +224,7 @@ func TestLockWaitsEndAtTheLockTimeout(t *testing.T) {
 		t.Errorf("Drop = %v, want ErrTimeout about a lock", err)
 	}
 	_ = tx.Rollback(ctx)
-	if err := e.Drop(ctx, db, false); err != nil {
+	if _, err := e.Drop(ctx, db, false); err != nil {
 		t.Fatalf("Drop once the lock is gone: %v", err)
 	}
 }
@@ -251,7 +251,7 @@ func TestHungServersEndEachCallAtItsDeadline(t *testing.T) {
 			for what, call := range map[string]func() error{
 				"Info":   func() error { _, err := e.Info(ctx); return err },
 				"Ensure": func() error { _, err := e.Ensure(ctx, db); return err },
-				"Drop":   func() error { return e.Drop(ctx, db, false) },
+				"Drop":   func() error { _, err := e.Drop(ctx, db, false); return err },
 			} {
 				begin := time.Now()
 				err := call()
@@ -339,14 +339,14 @@ func TestNothingIsDoneOnAnotherServer(t *testing.T) {
 	if _, err := e.Ensure(ctx, elsewhere); !errors.Is(err, engine.ErrServerChanged) {
 		t.Errorf("Ensure on another server: %v", err)
 	}
-	if err := e.Drop(ctx, elsewhere, false); !errors.Is(err, engine.ErrServerChanged) {
+	if _, err := e.Drop(ctx, elsewhere, false); !errors.Is(err, engine.ErrServerChanged) {
 		t.Errorf("Drop on another server: %v", err)
 	}
 	if count(t, admin, qDB, db.Name) != 1 {
 		t.Fatal("dropped on the wrong server")
 	}
 	db.ServerID = res.ServerID
-	if err := e.Drop(ctx, db, false); err != nil {
+	if _, err := e.Drop(ctx, db, false); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,0 +1,37 @@
+{{/* Labels of every object the chart creates. */}}
+{{- define "orderly.labels" -}}
+app.kubernetes.io/name: orderly
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* The manager's pods, as the Services, the PDB and the Deployment select them. */}}
+{{- define "orderly.selectorLabels" -}}
+app.kubernetes.io/name: orderly
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: manager
+{{- end -}}
+
+{{/* The names of the enabled controllers, sorted, comma-separated: --controllers. */}}
+{{- define "orderly.controllers" -}}
+{{- $names := list -}}
+{{- range $name, $c := .Values.controllers -}}
+{{- if $c.enabled -}}{{- $names = append $names $name -}}{{- end -}}
+{{- end -}}
+{{- if not $names -}}{{- fail "controllers: enable at least one controller" -}}{{- end -}}
+{{- $names | sortAlpha | join "," -}}
+{{- end -}}
+
+{{/* The manager image: by digest when one is given. */}}
+{{- define "orderly.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end -}}
+
+{{/* Serves the webhook with a cert-manager Certificate (mounted here). */}}
+{{- define "orderly.webhookCertDir" -}}/etc/orderly/webhook-certs{{- end -}}

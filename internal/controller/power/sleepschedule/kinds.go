@@ -1,0 +1,402 @@
+package sleepschedule
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+)
+
+// The kinds of targets.kinds are not part of Orderly's scheme, nor watched or cached:
+// they may not be installed, and the manager may not hold permissions on them. Each
+// reconcile of a schedule that names some asks the API server (through a detector
+// shared by every schedule) whether they are served and how they sleep, and lists
+// their objects in its namespaces straight from the API server. A schedule that names
+// kinds is therefore reconciled again every KindsRecheck, which is how soon a new
+// object of such a kind sleeps in a sleeping namespace, an installed CRD is picked
+// up, and an owner's change while asleep is seen.
+
+// DefaultKindsRecheck is how often a schedule naming targets.kinds looks at them again.
+const DefaultKindsRecheck = 30 * time.Second
+
+// How long the detector trusts an answer. A missing kind is asked about again sooner,
+// so that installing its CRD is noticed quickly.
+const (
+	kindInstalledTTL = time.Minute
+	kindMissingTTL   = 5 * time.Second
+)
+
+// kindMode is how a kind of targets.kinds sleeps.
+type kindMode int
+
+const (
+	modeScale kindMode = iota + 1
+	modePatch
+	modeKEDA
+)
+
+// Reasons of the KindsAvailable condition.
+const (
+	ReasonKindsAvailable     = "KindsAvailable"
+	ReasonKindNotFound       = "KindNotFound"
+	ReasonNoScaleSubresource = "NoScaleSubresource"
+	ReasonClusterScoped      = "ClusterScoped"
+	ReasonForbidden          = "Forbidden"
+	ReasonKindUnreadable     = "KindUnreadable"
+)
+
+// aggregationLabel is the label of the ClusterRoles whose rules the manager is granted
+// on the kinds of targets.kinds (config/rbac/sleepschedule_kinds_role.yaml).
+const aggregationLabel = "power.orderly.dev/aggregate-to-sleepschedule"
+
+// Keys of sleep records of the kinds of targets.kinds, by mode (readRecord's kind).
+const (
+	recordScale = "\x00scale"
+	recordPatch = "\x00patch"
+	recordKEDA  = "\x00keda"
+)
+
+// kindInfo is what the API server says of a kind.
+type kindInfo struct {
+	version    string // "" when the kind is not served
+	resource   string
+	namespaced bool
+	scale      bool // has a scale subresource
+}
+
+// resourceLister is the part of the discovery client the detector uses.
+type resourceLister interface {
+	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
+}
+
+// kindDetector tells whether the API server serves a kind, at which version, and
+// whether it has a scale subresource. Every answer is a discovery request, so it is
+// remembered for a while and shared by every schedule.
+type kindDetector struct {
+	mapper    meta.RESTMapper
+	discovery resourceLister
+	now       func() time.Time
+
+	mu      sync.Mutex
+	answers map[schema.GroupKind]kindAnswer
+}
+
+type kindAnswer struct {
+	info kindInfo
+	at   time.Time
+}
+
+func newKindDetector(mapper meta.RESTMapper, d resourceLister, now func() time.Time) *kindDetector {
+	return &kindDetector{mapper: mapper, discovery: d, now: now, answers: map[schema.GroupKind]kindAnswer{}}
+}
+
+func (d *kindDetector) info(gk schema.GroupKind) (kindInfo, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	if a, ok := d.answers[gk]; ok {
+		ttl := kindMissingTTL
+		if a.info.version != "" {
+			ttl = kindInstalledTTL
+		}
+		if now.Sub(a.at) < ttl {
+			return a.info, nil
+		}
+	}
+	m, err := d.mapper.RESTMapping(gk)
+	switch {
+	case meta.IsNoMatchError(err):
+		d.answers[gk] = kindAnswer{at: now}
+		return kindInfo{}, nil
+	case err != nil:
+		return kindInfo{}, fmt.Errorf("asking the API server whether %s is served: %w", gk, err)
+	}
+	info := kindInfo{version: m.GroupVersionKind.Version, resource: m.Resource.Resource,
+		namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}
+	list, err := d.discovery.ServerResourcesForGroupVersion(m.GroupVersionKind.GroupVersion().String())
+	switch {
+	case apierrors.IsNotFound(err):
+		d.answers[gk] = kindAnswer{at: now}
+		return kindInfo{}, nil
+	case err != nil:
+		return kindInfo{}, fmt.Errorf("asking the API server for the resources of %s: %w", m.GroupVersionKind.GroupVersion(), err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == info.resource+"/scale" {
+			info.scale = true
+		}
+	}
+	d.answers[gk] = kindAnswer{info: info, at: now}
+	return info, nil
+}
+
+// forget drops what is known of gk: a read failed as if the kind were gone.
+func (d *kindDetector) forget(gk schema.GroupKind) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.answers, gk)
+}
+
+// extraKind is one entry of targets.kinds as the API server serves it.
+type extraKind struct {
+	spec     powerv1alpha1.SleepKind
+	gk       schema.GroupKind
+	version  string
+	resource string
+	mode     kindMode
+	// name is how status and Events name the kind: Kind.group ("Rollout.argoproj.io").
+	name string
+}
+
+func (k *extraKind) gvk() schema.GroupVersionKind { return k.gk.WithVersion(k.version) }
+
+// resourceName is the kind's resource as RBAC names it (rollouts.argoproj.io).
+func (k *extraKind) resourceName() string {
+	return schema.GroupResource{Group: k.gk.Group, Resource: k.resource}.String()
+}
+
+// recordKind is the key under which its sleep records are read and checked.
+func (k *extraKind) recordKind() string {
+	switch k.mode {
+	case modePatch:
+		return recordPatch
+	case modeKEDA:
+		return recordKEDA
+	}
+	return recordScale
+}
+
+// kindProblem is why a kind of targets.kinds is skipped at this reconcile.
+type kindProblem struct {
+	kind, reason, message string
+	// blocking problems leave objects asleep that cannot be woken (the kind is
+	// served, but cannot be read or written): a schedule's deletion waits on them.
+	blocking bool
+}
+
+func kindName(gk schema.GroupKind) string { return gk.String() }
+
+func isKEDA(gk schema.GroupKind) bool {
+	return gk.Group == powerv1alpha1.KEDAGroup && gk.Kind == powerv1alpha1.KEDAScaledObjectKind
+}
+
+// resolveKinds finds how each kind of targets.kinds sleeps, and reports those that
+// cannot.
+func resolveKinds(specs []powerv1alpha1.SleepKind, info func(schema.GroupKind) (kindInfo, error)) ([]*extraKind, []kindProblem) {
+	var kinds []*extraKind
+	var problems []kindProblem
+	for _, sk := range specs {
+		gk := schema.GroupKind{Group: sk.Group, Kind: sk.Kind}
+		name := kindName(gk)
+		in, err := info(gk)
+		switch {
+		case err != nil:
+			problems = append(problems, kindProblem{kind: name, reason: ReasonKindUnreadable, message: err.Error(), blocking: true})
+			continue
+		case in.version == "":
+			problems = append(problems, kindProblem{kind: name, reason: ReasonKindNotFound,
+				message: fmt.Sprintf("%s is not served by the API server (is its CRD installed?)", name)})
+			continue
+		case !in.namespaced:
+			problems = append(problems, kindProblem{kind: name, reason: ReasonClusterScoped,
+				message: fmt.Sprintf("%s is cluster-scoped: only namespaced kinds sleep", name)})
+			continue
+		}
+		k := &extraKind{spec: sk, gk: gk, version: in.version, resource: in.resource, name: name}
+		switch {
+		case sk.Patch != nil:
+			k.mode = modePatch
+		case isKEDA(gk):
+			k.mode = modeKEDA
+		case in.scale:
+			k.mode = modeScale
+		default:
+			problems = append(problems, kindProblem{kind: name, reason: ReasonNoScaleSubresource,
+				message: fmt.Sprintf("%s has no scale subresource: declare a patch for it", name)})
+			continue
+		}
+		kinds = append(kinds, k)
+	}
+	return kinds, problems
+}
+
+// listProblem turns an error listing ek's objects into the problem reported.
+func listProblem(ek *extraKind, where string, err error) kindProblem {
+	switch {
+	case apierrors.IsForbidden(err):
+		return kindProblem{kind: ek.name, reason: ReasonForbidden, blocking: true,
+			message: fmt.Sprintf("Orderly may not list %s %s: grant it with a ClusterRole labelled %s=true (docs/sleepschedule.md, Permissions)", ek.resourceName(), where, aggregationLabel)}
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return kindProblem{kind: ek.name, reason: ReasonKindNotFound, message: fmt.Sprintf("%s is no longer served by the API server", ek.name)}
+	}
+	return kindProblem{kind: ek.name, reason: ReasonKindUnreadable, blocking: true, message: fmt.Sprintf("listing %s %s: %v", ek.resourceName(), where, err)}
+}
+
+// writeProblem names what a refused write of a kind of targets.kinds needs.
+func writeProblem(w *workload) *kindProblem {
+	if w.extra == nil || !apierrors.IsForbidden(w.err) {
+		return nil
+	}
+	what := "patch " + w.extra.resourceName()
+	if w.extra.mode == modeScale && strings.Contains(w.err.Error(), "/scale") {
+		what = "get and patch " + w.extra.resource + "/scale (" + w.extra.gk.Group + ")"
+	}
+	return &kindProblem{kind: w.extra.name, reason: ReasonForbidden, blocking: true,
+		message: fmt.Sprintf("Orderly may not %s: grant it with a ClusterRole labelled %s=true (docs/sleepschedule.md, Permissions)", what, aggregationLabel)}
+}
+
+// observeKinds lists the objects of the kinds of targets.kinds in the managed
+// namespaces and those this schedule holds asleep anywhere, through add. KEDA
+// ScaledObjects also name their targets, which are left to KEDA (kedaTargets).
+func (r *Reconciler) observeKinds(ctx context.Context, s *powerv1alpha1.SleepSchedule, obs *observation, add func(*workload)) {
+	if len(s.Spec.Targets.Kinds) == 0 {
+		return
+	}
+	obs.hasKinds = true
+	kinds, problems := resolveKinds(s.Spec.Targets.Kinds, r.kinds.info)
+	obs.kindProblems = append(obs.kindProblems, problems...)
+	for _, ek := range kinds {
+		var objs []client.Object
+		list := func(where string, opts ...client.ListOption) bool {
+			got, err := r.listKind(ctx, ek, opts...)
+			if err != nil {
+				if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+					r.kinds.forget(ek.gk) // the CRD went: ask again
+				}
+				obs.kindProblems = append(obs.kindProblems, listProblem(ek, where, err))
+				return false
+			}
+			objs = append(objs, got...)
+			return true
+		}
+		ok := true
+		for _, ns := range obs.namespaces {
+			if ok = list("in namespace "+ns, client.InNamespace(ns)); !ok {
+				break
+			}
+		}
+		if ok {
+			ok = list("in all namespaces (those this schedule holds asleep)", client.MatchingLabels{powerv1alpha1.AsleepLabel: s.Name})
+		}
+		if !ok {
+			continue
+		}
+		for _, o := range objs {
+			w := &workload{kind: ek.name, obj: o, extra: ek, ready: true}
+			if err := r.observeObject(ctx, s, w); err != nil {
+				obs.kindProblems = append(obs.kindProblems, kindProblem{kind: ek.name, reason: ReasonKindUnreadable, blocking: true,
+					message: fmt.Sprintf("reading %s %s/%s: %v", ek.name, o.GetNamespace(), o.GetName(), err)})
+				if apierrors.IsForbidden(err) {
+					obs.kindProblems[len(obs.kindProblems)-1].reason = ReasonForbidden
+					obs.kindProblems[len(obs.kindProblems)-1].message = fmt.Sprintf("Orderly may not get %s/scale (%s): grant it with a ClusterRole labelled %s=true (docs/sleepschedule.md, Permissions)", ek.resource, ek.gk.Group, aggregationLabel)
+				}
+				continue
+			}
+			if ek.mode == modeKEDA {
+				if kind, name := kedaTarget(o.(*unstructured.Unstructured)); name != "" {
+					obs.kedaTargets[hpaKey{o.GetNamespace(), kind, name}] = true
+				}
+			}
+			add(w)
+		}
+	}
+}
+
+// listKind lists ek's objects straight from the API server: only their metadata for
+// kinds that sleep through their scale subresource, whole otherwise.
+func (r *Reconciler) listKind(ctx context.Context, ek *extraKind, opts ...client.ListOption) ([]client.Object, error) {
+	listGVK := ek.gvk().GroupVersion().WithKind(ek.gk.Kind + "List")
+	var out []client.Object
+	if ek.mode == modeScale {
+		var l metav1.PartialObjectMetadataList
+		l.SetGroupVersionKind(listGVK)
+		if err := r.apiReader().List(ctx, &l, opts...); err != nil {
+			return nil, err
+		}
+		for i := range l.Items {
+			l.Items[i].SetGroupVersionKind(ek.gvk())
+			out = append(out, &l.Items[i])
+		}
+		return out, nil
+	}
+	var l unstructured.UnstructuredList
+	l.SetGroupVersionKind(listGVK)
+	if err := r.apiReader().List(ctx, &l, opts...); err != nil {
+		return nil, err
+	}
+	for i := range l.Items {
+		out = append(out, &l.Items[i])
+	}
+	return out, nil
+}
+
+// observeObject reads what deciding needs of an object of a kind of targets.kinds:
+// its scale when this schedule holds it asleep (whether its owner changed it), the
+// patched fields or KEDA's annotation otherwise (from the object listed).
+func (r *Reconciler) observeObject(ctx context.Context, s *powerv1alpha1.SleepSchedule, w *workload) error {
+	if w.extra.mode != modeScale || w.obj.GetLabels()[powerv1alpha1.AsleepLabel] != s.Name {
+		return nil
+	}
+	replicas, _, err := r.getScale(ctx, w)
+	w.value = replicas
+	return err
+}
+
+// getScale reads the object's scale subresource: its replicas and resourceVersion.
+func (r *Reconciler) getScale(ctx context.Context, w *workload) (int32, string, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(w.extra.gvk())
+	obj.SetNamespace(w.obj.GetNamespace())
+	obj.SetName(w.obj.GetName())
+	scale := &unstructured.Unstructured{}
+	if err := r.SubResource("scale").Get(ctx, obj, scale); err != nil {
+		return 0, "", fmt.Errorf("reading the scale of %s: %w", w.id(), err)
+	}
+	replicas, _, err := unstructured.NestedInt64(scale.Object, "spec", "replicas")
+	if err != nil {
+		return 0, "", fmt.Errorf("reading the scale of %s: %w", w.id(), err)
+	}
+	return int32(replicas), scale.GetResourceVersion(), nil
+}
+
+// kedaTarget is the kind and name of the workload a ScaledObject scales
+// (spec.scaleTargetRef; kind Deployment unless it says otherwise).
+func kedaTarget(u *unstructured.Unstructured) (string, string) {
+	name, _, _ := unstructured.NestedString(u.Object, "spec", "scaleTargetRef", "name")
+	kind, _, _ := unstructured.NestedString(u.Object, "spec", "scaleTargetRef", "kind")
+	return cmp.Or(kind, powerv1alpha1.KindDeployment), name
+}
+
+// kedaPaused is the ScaledObject's paused-replicas annotation, nil when it has none.
+func kedaPaused(o client.Object) *string {
+	if v, ok := o.GetAnnotations()[powerv1alpha1.KEDAPausedReplicasAnnotation]; ok {
+		return &v
+	}
+	return nil
+}
+
+// kindsMessage says which kinds of targets.kinds cannot sleep, and why.
+func kindsMessage(problems []kindProblem) string {
+	seen := map[string]bool{}
+	var parts []string
+	for _, p := range problems {
+		if key := p.kind + "\x00" + p.message; !seen[key] {
+			seen[key] = true
+			parts = append(parts, p.message)
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
+}
