@@ -298,7 +298,7 @@ func TestLabelPolicyWebhookFallback(t *testing.T) {
 		err := refused(g, deployment("e2e-lp-webhook-plain", "while-down", 0))
 		g.Expect(err.Error()).To(ContainSubstring("has no label cost-center"))
 		// The namespace's label cannot be filled in while the webhook is down.
-		refused(g, deployment("e2e-lp-webhook", "labelled-while-down", 0))
+		_ = refused(g, deployment("e2e-lp-webhook", "labelled-while-down", 0))
 	}, timeout, poll).Should(Succeed())
 
 	// The default manager (auto on a server that serves MutatingAdmissionPolicy)

@@ -1,132 +1,15 @@
 package secretrotation
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
+
+	"orderly.dev/orderly/internal/kit"
 )
-
-// cronSpec is a parsed five-field cron expression: the allowed values of each field.
-type cronSpec struct {
-	minute, hour, dom, month, dow [64]bool
-	// domStar and dowStar: when both day fields are restricted, a day matches either
-	// (cron's traditional rule).
-	domStar, dowStar bool
-}
-
-// parseCron parses "minute hour day-of-month month day-of-week" with *, lists,
-// ranges and steps (*/15, 1-5, 0,30, 8-18/2). Day-of-week 7 is Sunday, like 0.
-func parseCron(expr string) (*cronSpec, error) {
-	fields := strings.Fields(expr)
-	if len(fields) != 5 {
-		return nil, fmt.Errorf("cron %q: want 5 fields (minute hour day-of-month month day-of-week), got %d", expr, len(fields))
-	}
-	var c cronSpec
-	bounds := []struct {
-		set      *[64]bool
-		min, max int
-		name     string
-	}{{&c.minute, 0, 59, "minute"}, {&c.hour, 0, 23, "hour"}, {&c.dom, 1, 31, "day-of-month"}, {&c.month, 1, 12, "month"}, {&c.dow, 0, 7, "day-of-week"}}
-	for i, b := range bounds {
-		if err := parseField(fields[i], b.min, b.max, b.set); err != nil {
-			return nil, fmt.Errorf("cron %q: %s: %w", expr, b.name, err)
-		}
-	}
-	if c.dow[7] {
-		c.dow[0] = true
-	}
-	c.domStar, c.dowStar = fields[2] == "*", fields[4] == "*"
-	return &c, nil
-}
-
-func parseField(f string, min, max int, set *[64]bool) error {
-	for part := range strings.SplitSeq(f, ",") {
-		rng, stepS, hasStep := strings.Cut(part, "/")
-		step := 1
-		if hasStep {
-			s, err := strconv.Atoi(stepS)
-			if err != nil || s <= 0 {
-				return fmt.Errorf("bad step %q", stepS)
-			}
-			step = s
-		}
-		lo, hi := min, max
-		switch {
-		case rng == "*":
-		case strings.Contains(rng, "-"):
-			a, b, _ := strings.Cut(rng, "-")
-			var err1, err2 error
-			lo, err1 = strconv.Atoi(a)
-			hi, err2 = strconv.Atoi(b)
-			if err1 != nil || err2 != nil {
-				return fmt.Errorf("bad range %q", rng)
-			}
-		default:
-			v, err := strconv.Atoi(rng)
-			if err != nil {
-				return fmt.Errorf("bad value %q", rng)
-			}
-			lo, hi = v, v
-			if hasStep {
-				hi = max
-			}
-		}
-		if lo < min || hi > max || lo > hi {
-			return fmt.Errorf("%q is outside %d-%d", part, min, max)
-		}
-		for v := lo; v <= hi; v += step {
-			set[v] = true
-		}
-	}
-	return nil
-}
-
-func (c *cronSpec) dayMatches(t time.Time) bool {
-	dom, dow := c.dom[t.Day()], c.dow[int(t.Weekday())]
-	switch {
-	case c.domStar && c.dowStar:
-		return true
-	case c.domStar:
-		return dow
-	case c.dowStar:
-		return dom
-	}
-	return dom || dow
-}
-
-// next returns the first time strictly after t that the expression names, in loc.
-// Wall-clock times that a DST change skips do not happen; the zero time when none
-// comes within five years (e.g. "0 0 31 2 *").
-func (c *cronSpec) next(t time.Time, loc *time.Location) time.Time {
-	t = t.In(loc).Truncate(time.Minute).Add(time.Minute)
-	limit := t.AddDate(5, 0, 0)
-	for t.Before(limit) {
-		if !c.month[int(t.Month())] {
-			t = time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, loc)
-			continue
-		}
-		if !c.dayMatches(t) {
-			t = time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, loc)
-			continue
-		}
-		if !c.hour[t.Hour()] {
-			t = t.Truncate(time.Minute).Add(time.Duration(60-t.Minute()) * time.Minute)
-			continue
-		}
-		if !c.minute[t.Minute()] {
-			t = t.Add(time.Minute)
-			continue
-		}
-		return t
-	}
-	return time.Time{}
-}
 
 // when is what decides the rotations of one SecretRotation.
 type when struct {
 	interval time.Duration
-	cron     *cronSpec
+	cron     *kit.Cron
 	loc      *time.Location
 }
 
@@ -157,7 +40,7 @@ func (w when) nextAfter(last, created time.Time) time.Time {
 		next = from.Add(w.interval)
 	}
 	if w.cron != nil {
-		if s := w.cron.next(from, w.loc); !s.IsZero() && (next.IsZero() || s.Before(next)) {
+		if s := w.cron.Next(from, w.loc); !s.IsZero() && (next.IsZero() || s.Before(next)) {
 			next = s
 		}
 	}

@@ -3,6 +3,8 @@ package secretrotation
 import (
 	"testing"
 	"time"
+
+	"orderly.dev/orderly/internal/kit"
 )
 
 func mustTime(t *testing.T, s string, loc *time.Location) time.Time {
@@ -14,46 +16,11 @@ func mustTime(t *testing.T, s string, loc *time.Location) time.Time {
 	return tm
 }
 
-func TestCronNext(t *testing.T) {
-	berlin, err := time.LoadLocation("Europe/Berlin")
-	if err != nil {
-		t.Skip("no tzdata")
-	}
-	tests := []struct {
-		cron, after, want string
-		loc               *time.Location
-	}{
-		{"0 3 * * *", "2026-03-01 12:00", "2026-03-02 03:00", time.UTC},
-		{"*/15 * * * *", "2026-03-01 12:07", "2026-03-01 12:15", time.UTC},
-		{"0 0 1 * *", "2026-01-31 10:00", "2026-02-01 00:00", time.UTC},
-		{"30 8 * * 1-5", "2026-03-06 09:00", "2026-03-09 08:30", time.UTC}, // Friday after → Monday
-		{"0 0 * * 7", "2026-03-02 00:00", "2026-03-08 00:00", time.UTC},    // 7 is Sunday
-		{"0 12 15 * 1", "2026-03-10 13:00", "2026-03-15 12:00", time.UTC},  // either day field matches (15th is a Sunday; Monday 16 later)
-		// 02:30 does not exist in Berlin on 2026-03-29 (DST starts): next day.
-		{"30 2 * * *", "2026-03-28 03:00", "2026-03-30 02:30", berlin},
-	}
-	for _, tt := range tests {
-		c, err := parseCron(tt.cron)
-		if err != nil {
-			t.Fatalf("%s: %v", tt.cron, err)
-		}
-		got := c.next(mustTime(t, tt.after, tt.loc), tt.loc)
-		if want := mustTime(t, tt.want, tt.loc); !got.Equal(want) {
-			t.Errorf("%q after %s: got %s, want %s", tt.cron, tt.after, got.In(tt.loc), want)
-		}
-	}
-	for _, bad := range []string{"* * * *", "61 * * * *", "* * * * 8", "*/0 * * * *", "a * * * *", "5-1 * * * *"} {
-		if _, err := parseCron(bad); err == nil {
-			t.Errorf("%q: want an error", bad)
-		}
-	}
-}
-
 // A manager down for many slots catches up with one rotation, and the next one is
 // due a whole period after it, not at the next missed slot.
 func TestDueCatchesUpOnce(t *testing.T) {
 	created := mustTime(t, "2026-01-01 00:00", time.UTC)
-	daily, _ := parseCron("0 3 * * *")
+	daily, _ := kit.ParseCron("0 3 * * *")
 	tests := []struct {
 		name     string
 		w        when

@@ -68,7 +68,7 @@ func validate(sr *secretsv1alpha1.SecretRotation, minInterval time.Duration, man
 		w.interval = iv.Duration
 	}
 	if s := sr.Spec.Schedule; s != nil {
-		c, err := parseCron(s.Cron)
+		c, err := kit.ParseCron(s.Cron)
 		if err != nil {
 			return when{}, &problem{ReasonInvalidSpec, err.Error()}
 		}
