@@ -148,6 +148,12 @@ var alertCases = []alertCase{
 			summary: "SleepSchedule nights could not scale some workloads in the last 30 minutes."}}},
 	{alert: "OrderlySleepScheduleWriteFailures", at: "5m",
 		series: map[string]string{`orderly_sleepschedule_write_failures_total{job="orderly", schedule="nights"}`: "0x10"}},
+	{alert: "OrderlyLabelPolicyNotEnforced", at: "15m",
+		series: map[string]string{`orderly_labelpolicy_admission_ready{job="orderly", labelpolicy="cost"}`: "1x2 0x13"},
+		fire: []firing{{labels: map[string]string{"job": "orderly", "labelpolicy": "cost"},
+			summary: "LabelPolicy cost has not been enforced at admission for 10 minutes."}}},
+	{alert: "OrderlyLabelPolicyNotEnforced", at: "15m",
+		series: map[string]string{`orderly_labelpolicy_admission_ready{job="orderly", labelpolicy="cost"}`: "0x8 1x7"}},
 	{alert: "OrderlyLabelPolicyViolations", at: "6h5m",
 		series: map[string]string{
 			`orderly_labelpolicy_violations{job="orderly", labelpolicy="cost", namespace="a"}`: "3x400",

@@ -336,7 +336,7 @@ func TestSeriesGoWithThePolicy(t *testing.T) {
 	p.Spec.Remediate = policyv1alpha1.RemediateLabelOnly
 	createPolicy(t, p)
 
-	metricNames := []string{"orderly_labelpolicy_violations", "orderly_labelpolicy_remediated_total", "orderly_labelpolicy_audit_duration_seconds"}
+	metricNames := []string{"orderly_labelpolicy_violations", "orderly_labelpolicy_remediated_total", "orderly_labelpolicy_audit_duration_seconds", "orderly_labelpolicy_admission_ready"}
 	g.Eventually(func(g Gomega) {
 		for _, m := range metricNames {
 			g.Expect(labelpolicytest.SeriesOf(g, m, MetricLabel, "series")).To(Equal(1), m)

@@ -2,8 +2,11 @@ package labelpolicy
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/kit"
 )
 
@@ -23,12 +26,26 @@ var (
 		Name: "orderly_labelpolicy_remediated_total",
 		Help: "Workloads whose metadata a LabelPolicy labelled (remediate: LabelOnly).",
 	})
+	admissionReady = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_labelpolicy_admission_ready",
+		Help: "1 when a LabelPolicy's admission objects are in place (its AdmissionReady condition is True), else 0.",
+	})
 	auditDuration = series.Histogram(prometheus.HistogramOpts{
 		Name:    "orderly_labelpolicy_audit_duration_seconds",
 		Help:    "Time one LabelPolicy audit took.",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
 	})
 )
+
+// recordAdmission exports whether the policy is enforced at admission, so that an
+// alert can say when it is not (its condition alone is seen only by who looks).
+func recordAdmission(key client.ObjectKey, conds []metav1.Condition) {
+	v := 0.0
+	if meta.IsStatusConditionTrue(conds, policyv1alpha1.ConditionAdmissionReady) {
+		v = 1
+	}
+	admissionReady.WithLabelValues(series.Values(key)...).Set(v)
+}
 
 func recordAudit(key client.ObjectKey, res *auditResult, seconds float64) {
 	// A namespace without violations now must not keep the count of an earlier audit.

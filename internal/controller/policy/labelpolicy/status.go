@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
@@ -161,5 +162,6 @@ func (r *Reconciler) updateStatus(ctx context.Context, p *policyv1alpha1.LabelPo
 	// status never overwrites it.
 	return kit.PatchStatus(ctx, r.Client, r.APIReader, p, func(o *policyv1alpha1.LabelPolicy) {
 		o.Status = computeStatus(o, obs)
+		recordAdmission(client.ObjectKeyFromObject(o), o.Status.Conditions)
 	})
 }
