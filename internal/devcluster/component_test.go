@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestZombie(t *testing.T) {
@@ -69,7 +70,20 @@ func startProcess(t *testing.T, bin string) *exec.Cmd {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	return cmd
+	// Until the child has exec'd, /proc shows the test binary's command line, and
+	// StopComponent rightly takes the pid for another program's (this raced on a
+	// loaded machine): wait for the exec, as kwokctl's pid file is only written then.
+	cmdline := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "cmdline")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		raw, err := os.ReadFile(cmdline)
+		if err == nil && strings.HasPrefix(string(raw), bin+"\x00") {
+			return cmd
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not exec within 10s (cmdline %q, %v)", bin, raw, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func writePid(t *testing.T, dir string, pid int) string {
