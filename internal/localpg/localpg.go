@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"orderly.dev/orderly/internal/localproc"
 )
 
 // Admin is the superuser that initdb creates.
@@ -61,29 +63,14 @@ func majorOf(initdb string) int {
 	return n
 }
 
-var (
-	installOnce sync.Once
-	installErr  error
-)
-
 // InstallBinDir is FindBinDir, installing Debian's postgresql package first when
 // it is missing and the caller is root (as in CI and on fresh test machines).
 func InstallBinDir() (string, error) {
 	if d, err := FindBinDir(); err == nil || os.Geteuid() != 0 || os.Getenv(BinDirEnv) != "" {
 		return d, err
 	}
-	installOnce.Do(func() {
-		for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "postgresql"}} {
-			cmd := exec.Command("apt-get", args...)
-			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				installErr = fmt.Errorf("apt-get %v: %w\n%s", args, err, out)
-				return
-			}
-		}
-	})
-	if installErr != nil {
-		return "", fmt.Errorf("installing PostgreSQL: %w", installErr)
+	if err := localproc.AptInstall("postgresql"); err != nil {
+		return "", fmt.Errorf("installing PostgreSQL: %w", err)
 	}
 	return FindBinDir()
 }
@@ -243,7 +230,7 @@ func (c *Cluster) Version() (string, error) {
 }
 
 func (c *Cluster) run(name string, args ...string) error {
-	closeInheritedOnExec()
+	localproc.CloseInheritedOnExec()
 	cmd := exec.Command(filepath.Join(c.bin, name), args...)
 	cmd.Dir = c.Dir
 	if c.cred != nil {
@@ -253,22 +240,6 @@ func (c *Cluster) run(name string, args ...string) error {
 		return fmt.Errorf("%s %v: %w\n%s", name, args, err, out)
 	}
 	return nil
-}
-
-// closeInheritedOnExec marks every descriptor above stderr close-on-exec. Go opens
-// its own that way, but one this process inherited (a lock that `flock CMD` holds
-// for the command, say) would otherwise pass through pg_ctl to the server, which
-// outlives this process and would hold it long after.
-func closeInheritedOnExec() {
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return // not Linux: nothing to do that is portable
-	}
-	for _, e := range entries {
-		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
-			syscall.CloseOnExec(fd)
-		}
-	}
 }
 
 // URL is a connection URL for database db as Admin with password.

@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"time"
 
+	"orderly.dev/orderly/internal/localproc"
+
 	gomysql "github.com/go-sql-driver/mysql"
 )
 
@@ -73,10 +75,7 @@ func WithGeneralLog() Option { return func(o *options) { o.generalLog = true } }
 // WithArgs adds mariadbd options, e.g. "--max-statement-time=1".
 func WithArgs(args ...string) Option { return func(o *options) { o.args = append(o.args, args...) } }
 
-const (
-	dirPrefix = "orderly-testmysql-"
-	ownerFile = "owner.pid"
-)
+const dirPrefix = "orderly-testmysql-"
 
 // FindBinDirs returns the directories of mariadbd and mariadb-install-db.
 func FindBinDirs() (server, install string, err error) {
@@ -97,29 +96,14 @@ func FindBinDirs() (server, install string, err error) {
 	return "/usr/sbin", "/usr/bin", nil
 }
 
-var (
-	installOnce sync.Once
-	installErr  error
-)
-
 // InstallBinDirs is FindBinDirs, installing Debian's mariadb-server first when it
 // is missing and the caller is root (as in CI and on fresh test machines).
 func InstallBinDirs() (server, install string, err error) {
 	if s, i, err := FindBinDirs(); err == nil || os.Geteuid() != 0 || os.Getenv(BinDirEnv) != "" {
 		return s, i, err
 	}
-	installOnce.Do(func() {
-		for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "mariadb-server"}} {
-			cmd := exec.Command("apt-get", args...)
-			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				installErr = fmt.Errorf("apt-get %v: %w\n%s", args, err, out)
-				return
-			}
-		}
-	})
-	if installErr != nil {
-		return "", "", fmt.Errorf("installing MariaDB: %w", installErr)
+	if err := localproc.AptInstall("mariadb-server"); err != nil {
+		return "", "", fmt.Errorf("installing MariaDB: %w", err)
 	}
 	return FindBinDirs()
 }
@@ -135,12 +119,8 @@ func Start(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	sweepOrphans()
-	dir, err := os.MkdirTemp("", dirPrefix)
+	dir, err := localproc.MkdirOwned(dirPrefix)
 	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	s, err := start(dir, serverBin, installBin, o)
@@ -157,16 +137,7 @@ func Start(opts ...Option) (*Server, error) {
 // sweepOrphans removes the directories of servers whose test process died without
 // Close; their servers died with them (Pdeathsig), or are killed here by pid.
 func sweepOrphans() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
-	for _, dir := range dirs {
-		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 0 || processAlive(pid) {
-			continue
-		}
+	for _, dir := range localproc.Orphans(dirPrefix) {
 		if b, err := os.ReadFile(filepath.Join(dir, "mariadbd.pid")); err == nil {
 			if spid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && spid > 0 {
 				_ = syscall.Kill(spid, syscall.SIGKILL)
@@ -175,8 +146,6 @@ func sweepOrphans() {
 		_ = os.RemoveAll(dir)
 	}
 }
-
-func processAlive(pid int) bool { return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }
 
 // credential is the mysql user's, when running as root; nil otherwise.
 func credential(dir string) (*syscall.Credential, error) {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"orderly.dev/orderly/internal/localproc"
 )
 
 func TestStartServesTheAdminAndCloseRemovesEverything(t *testing.T) {
@@ -33,7 +35,7 @@ func TestStartServesTheAdminAndCloseRemovesEverything(t *testing.T) {
 	}
 	pid := s.Pid()
 	s.Close()
-	if processAlive(pid) {
+	if localproc.Alive(pid) {
 		t.Error("the server runs on after Close")
 	}
 	if _, err := os.Stat(s.Dir); !os.IsNotExist(err) {
@@ -73,13 +75,13 @@ func TestAKilledTestLeavesNoServerRunning(t *testing.T) {
 	if pid == 0 {
 		t.Fatal("the child did not start a server")
 	}
-	if !processAlive(pid) {
+	if !localproc.Alive(pid) {
 		t.Fatal("the child's server is not running")
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(pid) && !zombie(pid) {
+	for localproc.Alive(pid) && !zombie(pid) {
 		if time.Now().After(deadline) {
 			t.Fatal("the server of a killed test process still runs")
 		}

@@ -8,14 +8,12 @@
 package testpg
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
+
+	"orderly.dev/orderly/internal/localproc"
 
 	"orderly.dev/orderly/internal/localpg"
 )
@@ -76,14 +74,10 @@ func Start(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	sweepOrphans(bin)
-	dir, err := os.MkdirTemp("", dirPrefix)
-	if err != nil {
-		return nil, err
-	}
-	// The owner file lets a later Start stop this server should this process die
+	// Owned, so that a later Start stops this server should this process die
 	// without Close (pg_ctl detaches the server, so nothing else would).
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		_ = os.RemoveAll(dir)
+	dir, err := localproc.MkdirOwned(dirPrefix)
+	if err != nil {
 		return nil, err
 	}
 	s, err := start(dir, bin, o)
@@ -94,35 +88,18 @@ func Start(opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-const (
-	dirPrefix = "orderly-testpg-"
-	ownerFile = "owner.pid"
-)
+const dirPrefix = "orderly-testpg-"
 
 // sweepOrphans stops and removes the servers of earlier test processes that died
 // without Close (a test binary killed at its timeout, say): each would otherwise
 // keep running, holding memory and a port, until the machine restarts.
 func sweepOrphans(bin string) {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
-	for _, dir := range dirs {
-		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
-		if err != nil {
-			continue // not one of ours, or still being made
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 0 || processAlive(pid) {
-			continue
-		}
+	for _, dir := range localproc.Orphans(dirPrefix) {
 		if c, err := localpg.New(dir, 0, bin); err == nil && c.Initialized() {
 			_ = c.Kill()
 		}
 		_ = os.RemoveAll(dir)
 	}
-}
-
-// processAlive is true unless the process pid is known not to exist.
-func processAlive(pid int) bool {
-	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 func start(dir, bin string, o options) (*Server, error) {

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"orderly.dev/orderly/internal/localproc"
 )
 
 // BinEnv names a prometheus binary to use instead of the one on PATH.
@@ -28,11 +30,6 @@ const BinEnv = "ORDERLY_PROMETHEUS_BIN"
 
 // InstallCommand is what a person runs to install Prometheus.
 const InstallCommand = "sudo apt-get install -y prometheus"
-
-var (
-	installOnce sync.Once
-	installErr  error
-)
 
 // Binary finds the prometheus binary; as root on a system with apt-get it installs
 // Debian's package when it is missing.
@@ -46,18 +43,8 @@ func Binary() (string, error) {
 	if _, err := exec.LookPath("apt-get"); err != nil || os.Geteuid() != 0 {
 		return "", fmt.Errorf("the tests need Prometheus' server: install it with `%s` (or set %s to a prometheus binary)", InstallCommand, BinEnv)
 	}
-	installOnce.Do(func() {
-		for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "prometheus"}} {
-			cmd := exec.Command("apt-get", args...)
-			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				installErr = fmt.Errorf("apt-get %s: %w\n%s", strings.Join(args, " "), err, out)
-				return
-			}
-		}
-	})
-	if installErr != nil {
-		return "", fmt.Errorf("installing Prometheus: %w", installErr)
+	if err := localproc.AptInstall("prometheus"); err != nil {
+		return "", fmt.Errorf("installing Prometheus: %w", err)
 	}
 	return exec.LookPath("prometheus")
 }

@@ -13,10 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"orderly.dev/orderly/internal/localproc"
 )
 
 // BinEnv names a registry binary to use instead of docker-registry on PATH.
@@ -24,11 +24,6 @@ const BinEnv = "ORDERLY_REGISTRY_BIN"
 
 // InstallCommand is what a person runs to install the registry.
 const InstallCommand = "sudo apt-get install -y docker-registry"
-
-var (
-	installOnce sync.Once
-	installErr  error
-)
 
 // Binary finds the registry binary; as root on a system with apt-get it installs
 // Debian's package when it is missing.
@@ -42,18 +37,8 @@ func Binary() (string, error) {
 	if _, err := exec.LookPath("apt-get"); err != nil || os.Geteuid() != 0 {
 		return "", fmt.Errorf("the tests need an OCI registry: install it with `%s` (or set %s to a registry binary)", InstallCommand, BinEnv)
 	}
-	installOnce.Do(func() {
-		for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "docker-registry"}} {
-			cmd := exec.Command("apt-get", args...)
-			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				installErr = fmt.Errorf("apt-get %s: %w\n%s", strings.Join(args, " "), err, out)
-				return
-			}
-		}
-	})
-	if installErr != nil {
-		return "", fmt.Errorf("installing the registry: %w", installErr)
+	if err := localproc.AptInstall("docker-registry"); err != nil {
+		return "", fmt.Errorf("installing the registry: %w", err)
 	}
 	return exec.LookPath("docker-registry")
 }

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"orderly.dev/orderly/internal/localproc"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
@@ -68,7 +70,7 @@ func Start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	closeInheritedOnExec()
+	localproc.CloseInheritedOnExec()
 	s.cmd = exec.Command(bin, "--access", s.AccessKey, "--secret", s.SecretKey, "--region", Region, "--port", addr, "posix", s.Dir)
 	// The credentials go in the environment too, so that versions that read them
 	// from there (and not only from flags) agree.
@@ -212,19 +214,4 @@ func freePort() (int, error) {
 		return 0, errors.New("not a TCP address")
 	}
 	return addr.Port, nil
-}
-
-// closeInheritedOnExec marks every descriptor above stderr close-on-exec, so that
-// one this process inherited (the lock `flock CMD` holds for the command) never
-// passes to the gateway: as in internal/localpg.
-func closeInheritedOnExec() {
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
-			syscall.CloseOnExec(fd)
-		}
-	}
 }
