@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,6 +91,7 @@ type managerOptions struct {
 	metricsAddr             string
 	metrics                 metricsOptions
 	probeAddr               string
+	pprofAddr               string
 	qps                     float32
 	burst                   int
 	concurrency             int
@@ -128,6 +131,9 @@ func addManagerFlags(f *pflag.FlagSet, o *managerOptions) {
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	addMetricsFlags(f, &o.metrics)
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	// Off by default: profiles show the objects in the cache, so bind it to loopback
+	// and reach it with kubectl port-forward.
+	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints, for profiling memory and CPU (empty: off; e.g. 127.0.0.1:8082)")
 	f.Float32Var(&o.qps, "kube-api-qps", 0, "client-side limit of requests per second to the API server, for the whole process (0: none, the API server's Priority and Fairness paces Orderly)")
 	f.IntVar(&o.burst, "kube-api-burst", 0, "burst of requests above --kube-api-qps (0: twice --kube-api-qps)")
 	f.IntVar(&o.concurrency, "max-concurrent-reconciles", 0, "reconciles that each controller runs at once (0: each controller's own default: "+workerDefaults()+")")
@@ -155,7 +161,21 @@ func leaderElectionNamespace(flag string) string {
 	return "orderly-system"
 }
 
+// defaultGCPercent is the manager's GOGC unless its environment sets GOGC. The
+// manager's live heap is small (its caches hold trimmed objects), and most of its
+// resident memory is the headroom the garbage collector lets the heap grow into
+// while watch events and write responses are decoded during a transition: at Go's
+// default of 100 the heap reaches twice what is live. 50 keeps the peak about a
+// quarter lower for a little more CPU in the collector.
+const defaultGCPercent = 50
+
 func runManager(ctx context.Context, o managerOptions) error {
+	gcPercent := os.Getenv("GOGC")
+	if gcPercent == "" {
+		debug.SetGCPercent(defaultGCPercent)
+		gcPercent = strconv.Itoa(defaultGCPercent)
+	}
+	memLimit := setMemoryLimit()
 	zapOpts := zap.Options{Development: o.logFormat == "console"}
 	switch o.logLevel {
 	case "debug":
@@ -223,6 +243,7 @@ func runManager(ctx context.Context, o managerOptions) error {
 		WebhookServer:                 admissionServer.NewServer(),
 		Metrics:                       o.metrics.serverOptions(o.metricsAddr),
 		HealthProbeBindAddress:        o.probeAddr,
+		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              "orderly-manager",
 		LeaderElectionNamespace:       namespace,
@@ -253,7 +274,8 @@ func runManager(ctx context.Context, o managerOptions) error {
 		}
 	}
 	slices.Sort(o.controllers)
-	log.Info("Starting manager", "version", version.Version, "controllers", o.controllers, "leaderElection", o.leaderElect)
+	log.Info("Starting manager", "version", version.Version, "controllers", o.controllers, "leaderElection", o.leaderElect,
+		"GOGC", gcPercent, "softMemoryLimitBytes", memLimit)
 	return mgr.Start(ctx)
 }
 

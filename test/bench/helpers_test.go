@@ -162,8 +162,10 @@ func startManager(b *testing.B, kubeconfig string, args ...string) *benchManager
 	m, err := launch.Start(context.Background(), launch.Options{
 		Bin:        os.Getenv("ORDERLY_BIN"),
 		Kubeconfig: kubeconfig,
-		Args:       args,
-		LogPath:    filepath.Join(b.TempDir(), "manager.log"),
+		// BENCH_MANAGER_ARGS adds flags to every manager a benchmark starts, e.g.
+		// --pprof-bind-address=127.0.0.1:6060 to profile it while it runs.
+		Args:    append(args, strings.Fields(os.Getenv("BENCH_MANAGER_ARGS"))...),
+		LogPath: filepath.Join(b.TempDir(), "manager.log"),
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -112,6 +112,7 @@ func TestSleepScheduleCrossesABoundary(t *testing.T) {
 	body, err := httpGet(metricsURL)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(body)).To(ContainSubstring(`orderly_sleepschedule_sleeping_workloads{schedule="e2e-nights"} 1`))
+	g.Expect(string(body)).To(MatchRegexp(`orderly_sleepschedule_namespace_saved_cpu_cores\{namespace="[^"]+",schedule="e2e-nights"\} 0\.2\b`))
 
 	// On-demand wake from the CLI: the pods come back Ready.
 	cmd := exec.Command(os.Getenv("ORDERLY_BIN"), "sleep", "wake", s.Name, "--for", "2h", "--kubeconfig", devcluster.KubeconfigPath(clusterName))

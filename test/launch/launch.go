@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"orderly.dev/orderly/internal/localproc"
 )
 
 // Defaults of Options.
@@ -149,6 +151,9 @@ func start(ctx context.Context, o Options) (*Manager, error) {
 	cmd := exec.Command(o.Bin, args...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	setParentDeathSignal(cmd)
+	// The manager must not hold what the test inherited (the heavy-run lock of
+	// `flock CMD`): it would keep the lock if it outlived the test.
+	localproc.CloseInheritedOnExec()
 	if err := cmd.Start(); err != nil {
 		_ = logs.Close()
 		return nil, fmt.Errorf("starting %s: %w", o.Bin, err)

@@ -286,6 +286,12 @@ func TestSleepAndWakeRestoresExactly(t *testing.T) {
 	// (3+1 Deployment pods + 2 StatefulSet pods) x 250m / 256Mi.
 	g.Expect(got.Status.SavedRequests.Cpu().String()).To(Equal("1500m"))
 	g.Expect(got.Status.SavedRequests.Memory().String()).To(Equal("1536Mi"))
+	// One namespace: the whole of it, with the 3 workloads whose pods are saved (the
+	// suspended CronJob runs no pods now, so it saves no requests but is asleep).
+	g.Expect(got.Status.SavedByNamespace).To(HaveLen(1))
+	g.Expect(got.Status.SavedByNamespace[0].Namespace).To(Equal(ns))
+	g.Expect(got.Status.SavedByNamespace[0].SleepingWorkloads).To(BeEquivalentTo(4))
+	g.Expect(got.Status.SavedByNamespace[0].SavedRequests.Cpu().String()).To(Equal("1500m"))
 	eventually(t, func(g Gomega) {
 		got := getSchedule(g, s.Name)
 		g.Expect(got.Status.History).NotTo(BeEmpty())
@@ -315,6 +321,7 @@ func TestSleepAndWakeRestoresExactly(t *testing.T) {
 	g.Expect(web.Labels).NotTo(HaveKey(powerv1alpha1.AsleepLabel))
 	g.Expect(web.Annotations).NotTo(HaveKey(powerv1alpha1.SleepStateAnnotation))
 	g.Expect(got.Status.SavedRequests).To(BeEmpty())
+	g.Expect(got.Status.SavedByNamespace).To(BeEmpty())
 	eventually(t, func(g Gomega) {
 		got := getSchedule(g, s.Name)
 		g.Expect(got.Status.History[0].Action).To(Equal(powerv1alpha1.ActionWake))

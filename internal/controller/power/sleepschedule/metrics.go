@@ -50,6 +50,16 @@ var (
 		Name: "orderly_sleepschedule_saved_memory_gib_hours_this_week",
 		Help: "GiB-hours of memory requests of the pods not running because of a SleepSchedule this week.",
 	})
+	// One series per namespace a schedule saves in: bounded by the namespaces the
+	// schedules select (one schedule owns a namespace).
+	namespaceSavedCPU = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_sleepschedule_namespace_saved_cpu_cores",
+		Help: "CPU requests (cores) of the pods of one namespace not running because of a SleepSchedule.",
+	}, "namespace")
+	namespaceSavedMemory = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_sleepschedule_namespace_saved_memory_bytes",
+		Help: "Memory requests (bytes) of the pods of one namespace not running because of a SleepSchedule.",
+	}, "namespace")
 	gitOpsManaged = series.Gauge(prometheus.GaugeOpts{
 		Name: "orderly_sleepschedule_gitops_managed_workloads",
 		Help: "Targeted workloads of a SleepSchedule that Argo CD or Flux manages.",
@@ -75,6 +85,14 @@ func recordMetrics(key client.ObjectKey, prev, st powerv1alpha1.SleepScheduleSta
 	cpu, mem := st.SavedRequests[corev1.ResourceCPU], st.SavedRequests[corev1.ResourceMemory]
 	savedCPU.WithLabelValues(of...).Set(cpu.AsApproximateFloat64())
 	savedMemory.WithLabelValues(of...).Set(mem.AsApproximateFloat64())
+	// The namespaces the schedule no longer saves in lose their series.
+	namespaceSavedCPU.DeletePartialMatch(prometheus.Labels{"schedule": key.Name})
+	namespaceSavedMemory.DeletePartialMatch(prometheus.Labels{"schedule": key.Name})
+	for _, ns := range savingsByNamespace(key.Name, obs) {
+		cpu, mem := ns.SavedRequests[corev1.ResourceCPU], ns.SavedRequests[corev1.ResourceMemory]
+		namespaceSavedCPU.WithLabelValues(series.Values(key, ns.Namespace)...).Set(cpu.AsApproximateFloat64())
+		namespaceSavedMemory.WithLabelValues(series.Values(key, ns.Namespace)...).Set(mem.AsApproximateFloat64())
+	}
 	v := 0.0
 	if st.State == powerv1alpha1.StateAsleep {
 		v = 1

@@ -1,7 +1,9 @@
 package sleepschedule
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,4 +62,41 @@ func formatSavings(sv *powerv1alpha1.SleepSavings) *powerv1alpha1.SleepSavings {
 	sv.CPUCoreHours = fmt.Sprintf("%.1f", float64(sv.CPUMilliCoreSeconds)/1000/3600)
 	sv.MemoryGiBHours = fmt.Sprintf("%.1f", float64(sv.MemoryMiBSeconds)/1024/3600)
 	return sv
+}
+
+// namespaceSavingsLimit bounds status.savedByNamespace; the metrics have every
+// namespace.
+const namespaceSavingsLimit = 50
+
+// savingsByNamespace is what the schedule named schedule saves now in each namespace
+// of obs, the most CPU first (then memory, then by name). Pure.
+func savingsByNamespace(schedule string, obs *observation) []powerv1alpha1.NamespaceSavings {
+	type saving struct {
+		sleeping int32
+		sum      requestSum
+	}
+	byNS := map[string]*saving{}
+	for _, w := range obs.workloads {
+		if !w.asleepNow(schedule) {
+			continue
+		}
+		ns := w.obj.GetNamespace()
+		sv := byNS[ns]
+		if sv == nil {
+			sv = &saving{}
+			byNS[ns] = sv
+		}
+		sv.sleeping++
+		sv.sum.add(w.podRequests, w.savedPods(obs.sleepReplicas))
+	}
+	out := make([]powerv1alpha1.NamespaceSavings, 0, len(byNS))
+	for ns, sv := range byNS {
+		out = append(out, powerv1alpha1.NamespaceSavings{Namespace: ns, SleepingWorkloads: sv.sleeping, SavedRequests: sv.sum.list()})
+	}
+	slices.SortFunc(out, func(a, b powerv1alpha1.NamespaceSavings) int {
+		ac, bc := a.SavedRequests[corev1.ResourceCPU], b.SavedRequests[corev1.ResourceCPU]
+		am, bm := a.SavedRequests[corev1.ResourceMemory], b.SavedRequests[corev1.ResourceMemory]
+		return cmp.Or(bc.Cmp(ac), bm.Cmp(am), cmp.Compare(a.Namespace, b.Namespace))
+	})
+	return out
 }

@@ -3,9 +3,11 @@ package sleepschedule
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
 )
@@ -75,5 +77,40 @@ func TestCountSavings(t *testing.T) {
 	back := countSavings(asleep("2026-12-07T01:00:00Z", got.DeepCopy()), utc("2026-12-07T00:30:00Z"), next, true)
 	if back.AsleepSeconds != 3600 {
 		t.Errorf("clock back = %+v", back)
+	}
+}
+
+func TestSavingsByNamespace(t *testing.T) {
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("128Mi")}
+	deploy := func(ns, name string, replicas int32, act action, asleepBy string) *workload {
+		w := &workload{kind: powerv1alpha1.KindDeployment, obj: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+			podRequests: req, act: act, value: replicas, asleepBy: asleepBy}
+		if act == actNone {
+			w.record = &sleepRecord{Replicas: ptr.To(replicas), SleepReplicas: ptr.To(int32(0))}
+		}
+		return w
+	}
+	obs := &observation{workloads: []*workload{
+		deploy("a", "web", 2, actSleep, ""),         // sleeps now: 2 pods saved
+		deploy("b", "api", 4, actNone, "nights"),    // asleep since an earlier reconcile: 4 pods
+		deploy("b", "worker", 1, actSleep, ""),      // 1 pod
+		deploy("c", "other", 3, actNone, "another"), // held by another schedule: not counted
+		deploy("d", "up", 3, actWake, "nights"),     // woken now: not counted
+	}}
+	got := savingsByNamespace("nights", obs)
+	if len(got) != 2 {
+		t.Fatalf("got %d namespaces, want 2 (a and b): %+v", len(got), got)
+	}
+	// b first: 5 pods x 250m = 1250m against a's 500m.
+	for i, want := range []struct {
+		ns       string
+		sleeping int32
+		cpu, mem string
+	}{{"b", 2, "1250m", "640Mi"}, {"a", 1, "500m", "256Mi"}} {
+		g := got[i]
+		cpu, mem := g.SavedRequests[corev1.ResourceCPU], g.SavedRequests[corev1.ResourceMemory]
+		if g.Namespace != want.ns || g.SleepingWorkloads != want.sleeping || cpu.Cmp(resource.MustParse(want.cpu)) != 0 || mem.Cmp(resource.MustParse(want.mem)) != 0 {
+			t.Errorf("entry %d = %s: %d asleep, cpu %s, memory %s; want %s: %d, %s, %s", i, g.Namespace, g.SleepingWorkloads, cpu.String(), mem.String(), want.ns, want.sleeping, want.cpu, want.mem)
+		}
 	}
 }

@@ -204,6 +204,10 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		st.WouldSleep = wouldSleep
 	}
 	st.SavedRequests = saved.list()
+	st.SavedByNamespace = nil
+	if byNS := savingsByNamespace(s.Name, obs); len(byNS) > 0 {
+		st.SavedByNamespace = byNS[:min(len(byNS), namespaceSavingsLimit)]
+	}
 	if !obs.weekStart.IsZero() && !s.Spec.DryRun {
 		st.Savings = countSavings(&s.Status, obs.now, obs.weekStart, obs.state != s.Status.State)
 	}

@@ -100,6 +100,7 @@ func TestComputeStatusCountsASleepAnEarlierLeaderBegan(t *testing.T) {
 		var out []*workload
 		for range n {
 			w := &workload{kind: powerv1alpha1.KindDeployment, targeted: true, want: true, act: act, value: 0,
+				obj:    &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a"}},
 				record: &sleepRecord{Replicas: ptr.To(int32(2)), SleepReplicas: ptr.To(int32(0))}}
 			if act == actNone {
 				w.asleepBy = name
