@@ -3,6 +3,7 @@ package charts
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -43,6 +44,7 @@ func readFile(t *testing.T, path string) []byte {
 func TestCopiesOfConfigAreCurrent(t *testing.T) {
 	pairs := map[string]string{
 		"config/prometheus/rules.yaml":       "charts/orderly/files/prometheus/rules.yaml",
+		"config/grafana/orderly.json":        "charts/orderly/files/grafana/orderly.json",
 		"config/rbac/tenant_admin_role.yaml": "charts/orderly/files/rbac/tenant_admin_role.yaml",
 		"config/rbac/user_roles.yaml":        "charts/orderly/files/rbac/user_roles.yaml",
 	}
@@ -205,6 +207,9 @@ func deployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1.Deploym
 // locked down.
 func TestTemplateDefaults(t *testing.T) {
 	objs := template(t)
+	if Find(objs, "ConfigMap", "orderly-grafana-dashboard") != nil {
+		t.Error("the Grafana dashboard's ConfigMap is rendered by default; metrics.grafanaDashboard.enabled is false")
+	}
 	d := deployment(t, objs)
 	if *d.Spec.Replicas != 2 {
 		t.Errorf("replicas: %d, want 2", *d.Spec.Replicas)
@@ -426,6 +431,40 @@ func TestTemplateOptions(t *testing.T) {
 		}
 		if !slices.Contains(c.Args, "--tenant-bindable-clusterroles=edit,view,auditor") {
 			t.Errorf("args %q", c.Args)
+		}
+	})
+	t.Run("the Grafana dashboard for the sidecar", func(t *testing.T) {
+		var want any
+		if err := json.Unmarshal(readFile(t, "config/grafana/orderly.json"), &want); err != nil {
+			t.Fatal(err)
+		}
+		dashboard := func(objs []*unstructured.Unstructured) *corev1.ConfigMap {
+			t.Helper()
+			o := Find(objs, "ConfigMap", "orderly-grafana-dashboard")
+			if o == nil {
+				t.Fatal("no ConfigMap orderly-grafana-dashboard")
+			}
+			var cm corev1.ConfigMap
+			if err := Into(o, &cm); err != nil {
+				t.Fatal(err)
+			}
+			var got any
+			if err := json.Unmarshal([]byte(cm.Data["orderly.json"]), &got); err != nil {
+				t.Fatalf("orderly.json is not JSON: %v", err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Error("the ConfigMap's orderly.json is not config/grafana/orderly.json")
+			}
+			return &cm
+		}
+		cm := dashboard(template(t, "metrics.grafanaDashboard.enabled=true"))
+		if cm.Labels["grafana_dashboard"] != "1" || cm.Namespace != "orderly-system" || len(cm.Annotations) != 0 {
+			t.Errorf("by default: labels %v, namespace %q, annotations %v; want grafana_dashboard: \"1\" in the release's namespace", cm.Labels, cm.Namespace, cm.Annotations)
+		}
+		cm = dashboard(template(t, "metrics.grafanaDashboard.enabled=true", "metrics.grafanaDashboard.labelKey=dashboards",
+			"metrics.grafanaDashboard.labelValue=orderly", "metrics.grafanaDashboard.namespace=monitoring", "metrics.grafanaDashboard.annotations.grafana_folder=Orderly"))
+		if cm.Labels["dashboards"] != "orderly" || cm.Labels["grafana_dashboard"] != "" || cm.Namespace != "monitoring" || cm.Annotations["grafana_folder"] != "Orderly" {
+			t.Errorf("labels %v, namespace %q, annotations %v", cm.Labels, cm.Namespace, cm.Annotations)
 		}
 	})
 	t.Run("no people's roles", func(t *testing.T) {

@@ -2,17 +2,17 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"orderly.dev/orderly/internal/controller/delivery/canary"
-	"orderly.dev/orderly/internal/scheme"
 )
 
 func newCanaryCommand() *cobra.Command {
-	var kubeconfig, namespace string
+	var kubeconfig, namespace, output string
 	cmd := &cobra.Command{
 		Use:   "canary",
 		Short: "Act on Canaries (delivery.orderly.dev)",
@@ -25,7 +25,7 @@ func newCanaryCommand() *cobra.Command {
 		if err != nil {
 			return nil, "", fmt.Errorf("loading Kubernetes client config: %w", err)
 		}
-		c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+		c, err := clientFor(cfg)
 		if err != nil {
 			return nil, "", err
 		}
@@ -47,6 +47,9 @@ func newCanaryCommand() *cobra.Command {
 		Short: "Pass the step a Canary is at: a pause, a step paused as inconclusive, or a weight step before its analysis",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			c, ns, err := connect()
 			if err != nil {
 				return err
@@ -55,15 +58,22 @@ func newCanaryCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "canary/%s: step %d of revision %s promoted\n", args[0], cn.Status.CurrentStep, cn.Status.Revision)
-			return nil
+			res := canaryResult{Namespace: ns, Name: args[0], Action: "promote", Revision: cn.Status.Revision, Step: &cn.Status.CurrentStep}
+			return writeResult(cmd.OutOrStdout(), output, res, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "canary/%s: step %d of revision %s promoted\n", args[0], cn.Status.CurrentStep, cn.Status.Revision)
+				return err
+			})
 		},
 	}
+	addOutputFlag(promote, &output)
 	abort := &cobra.Command{
 		Use:   "abort <canary>",
 		Short: "Roll back the revision a Canary is analysing, now",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			c, ns, err := connect()
 			if err != nil {
 				return err
@@ -72,10 +82,14 @@ func newCanaryCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "canary/%s: revision %s is being rolled back\n", args[0], cn.Status.Revision)
-			return nil
+			res := canaryResult{Namespace: ns, Name: args[0], Action: "abort", Revision: cn.Status.Revision}
+			return writeResult(cmd.OutOrStdout(), output, res, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "canary/%s: revision %s is being rolled back\n", args[0], cn.Status.Revision)
+				return err
+			})
 		},
 	}
+	addOutputFlag(abort, &output)
 	status := &cobra.Command{
 		Use:   "status <canary>",
 		Short: "Show where a Canary stands and its last decisions, with each metric's statistics",

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"orderly.dev/orderly/internal/controller/data/devdatabase"
-	"orderly.dev/orderly/internal/scheme"
 )
 
 func newDBCommand() *cobra.Command {
@@ -24,7 +24,7 @@ func newDBCommand() *cobra.Command {
 }
 
 func newDBExtendCommand() *cobra.Command {
-	var kubeconfig, namespace string
+	var kubeconfig, namespace, output string
 	var by time.Duration
 	cmd := &cobra.Command{
 		Use:   "extend NAME --by 24h",
@@ -32,8 +32,12 @@ func newDBExtendCommand() *cobra.Command {
 		Long: "Push a DevDatabase's expiry later by --by, counted from its current expiry (or from now\n" +
 			"when it has already expired, which brings a new, empty database). The DatabaseServer's\n" +
 			"spec.maxTTL bounds the result, so reading the DatabaseServer must be allowed.",
-		Args: cobra.ExactArgs(1),
+		Example: "  orderly db extend app --by 24h -n payments\n  orderly db extend app --by 2h -o json",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			if by <= 0 {
 				return errors.New("--by must be positive, e.g. --by 24h")
 			}
@@ -48,7 +52,7 @@ func newDBExtendCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+			c, err := clientFor(cfg)
 			if err != nil {
 				return err
 			}
@@ -59,10 +63,14 @@ func newDBExtendCommand() *cobra.Command {
 			if ext.ServerMissing {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning: its DatabaseServer does not exist, so its maxTTL was not checked")
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "devdatabase %s/%s now expires at %s\n", ns, args[0], ext.ExpiresAt.UTC().Format(time.RFC3339))
-			return nil
+			res := extendResult{Namespace: ns, Name: args[0], TTL: ext.TTL.String(), ExpiresAt: ext.ExpiresAt.UTC(), ServerMissing: ext.ServerMissing}
+			return writeResult(cmd.OutOrStdout(), output, res, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "devdatabase %s/%s now expires at %s\n", ns, args[0], ext.ExpiresAt.UTC().Format(time.RFC3339))
+				return err
+			})
 		},
 	}
+	addOutputFlag(cmd, &output)
 	f := cmd.Flags()
 	f.DurationVar(&by, "by", 24*time.Hour, "how much later the database expires")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then ~/.kube/config)")

@@ -2,17 +2,17 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"orderly.dev/orderly/internal/controller/secrets/secretrotation"
-	"orderly.dev/orderly/internal/scheme"
 )
 
 func newRotateCommand() *cobra.Command {
-	var kubeconfig, namespace string
+	var kubeconfig, namespace, output string
 	cmd := &cobra.Command{
 		Use:   "rotate",
 		Short: "Act on SecretRotations (secrets.orderly.dev)",
@@ -23,14 +23,17 @@ func newRotateCommand() *cobra.Command {
 		Use:     "now <secretrotation>",
 		Short:   "Rotate a SecretRotation's Secret now (or resume a Held rotation)",
 		Long:    "Set spec.rotateNow to a new token: the controller starts one rotation (a Held one resumes its rollout).",
-		Example: "  orderly rotate now db-password -n payments",
+		Example: "  orderly rotate now db-password -n payments\n  orderly rotate now db-password -n payments -o json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
 				return fmt.Errorf("loading Kubernetes client config: %w", err)
 			}
-			c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+			c, err := clientFor(cfg)
 			if err != nil {
 				return err
 			}
@@ -38,10 +41,13 @@ func newRotateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "secretrotation/%s: rotation requested (rotateNow=%s)\n", args[0], token)
-			return nil
+			return writeResult(cmd.OutOrStdout(), output, rotateResult{Namespace: namespace, Name: args[0], RotateNow: token}, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "secretrotation/%s: rotation requested (rotateNow=%s)\n", args[0], token)
+				return err
+			})
 		},
 	}
+	addOutputFlag(now, &output)
 	cmd.AddCommand(now)
 	return cmd
 }

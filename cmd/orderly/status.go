@@ -1,16 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"orderly.dev/orderly/internal/overview"
-	"orderly.dev/orderly/internal/scheme"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -27,14 +24,14 @@ func newStatusCommand() *cobra.Command {
 		Example: "  orderly status\n  kubectl orderly status -n payments -o yaml",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" && output != "yaml" {
-				return fmt.Errorf("--output must be text, json or yaml, not %q", output)
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
 				return fmt.Errorf("loading Kubernetes client config: %w", err)
 			}
-			c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+			c, err := clientFor(cfg)
 			if err != nil {
 				return err
 			}
@@ -45,31 +42,16 @@ func newStatusCommand() *cobra.Command {
 			if !ov.Installed() {
 				return overview.ErrNothingInstalled
 			}
-			switch output {
-			case "json":
-				b, err := json.MarshalIndent(ov, "", "  ")
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			return writeResult(cmd.OutOrStdout(), output, ov, func(w io.Writer) error {
+				_, err := fmt.Fprint(w, ov.Text())
 				return err
-			case "yaml":
-				b, err := yaml.Marshal(ov)
-				if err != nil {
-					return err
-				}
-				_, err = cmd.OutOrStdout().Write(b)
-				return err
-			}
-			_, err = fmt.Fprint(cmd.OutOrStdout(), ov.Text())
-			return err
+			})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then ~/.kube/config, then in-cluster config)")
 	f.StringVarP(&namespace, "namespace", "n", "", "only this namespace's namespaced objects (default: every namespace you may list)")
-	f.StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
 	f.DurationVar(&expiring, "expiring-within", 24*time.Hour, "report DevDatabases that expire within this time")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	addOutputFlag(cmd, &output)
 	return cmd
 }

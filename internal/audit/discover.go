@@ -139,3 +139,25 @@ func ControllerNamespaces(s *Snapshot) []string {
 	}
 	return out
 }
+
+// LeaseNamespaces returns the namespaces where the controllers of API groups may hold
+// their leader election Lease (leaseNamespaces) other than their own, which
+// ControllerNamespaces already gives: the reader reads Leases, and only Leases, there.
+func LeaseNamespaces(s *Snapshot) []string {
+	idx := newRBACIndex(s)
+	ws := workloads(s, idx)
+	groups, by := crdsByGroup(s.CRDs)
+	own := ControllerNamespaces(s)
+	var out []string
+	for _, w := range ws {
+		if !slices.ContainsFunc(groups, func(g string) bool { return evidenceFor(w, by[g]) == controlsGroup }) {
+			continue
+		}
+		for _, ns := range leaseNamespaces(w) {
+			if !slices.Contains(own, ns) && !slices.Contains(out, ns) {
+				out = append(out, ns)
+			}
+		}
+	}
+	return out
+}

@@ -94,3 +94,26 @@ func TestGroupsFindTheirControllers(t *testing.T) {
 		})
 	}
 }
+
+// The reader reads Leases where a controller may elect outside its namespace: where a
+// RoleBinding lets its ServiceAccount update Leases (cert-manager's kube-system), and
+// not where a workload that controls nothing could.
+func TestLeaseNamespaces(t *testing.T) {
+	const g = "widgets.example.com"
+	leader := rule(l("coordination.k8s.io"), l("leases"), l("get", "update", "patch"), "widget-operator")
+	s := Snapshot{
+		CRDs:                []apiextensionsv1.CustomResourceDefinition{newCRD(g, "Widget", "widgets").version("v1", true, specSchema(1)).build()},
+		Deployments:         []appsv1.Deployment{newDeployment("ops", "widget-operator", "widget-operator", 1).build(), newDeployment("apps", "web", "web", 1).build()},
+		ClusterRoles:        []rbacv1.ClusterRole{clusterRole("w", rule(l(g), l("widgets/status"), l("update")))},
+		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{clusterBinding("w", "w", saSubject("ops", "widget-operator"))},
+		Roles:               []rbacv1.Role{role("kube-system", "le", leader), role("elsewhere", "le", leader), role("ops", "le", leader)},
+		RoleBindings: []rbacv1.RoleBinding{
+			roleBinding("kube-system", "le", "Role", "le", saSubject("ops", "widget-operator")),
+			roleBinding("ops", "le", "Role", "le", saSubject("ops", "widget-operator")),
+			roleBinding("elsewhere", "le", "Role", "le", saSubject("apps", "web")),
+		},
+	}
+	if got := LeaseNamespaces(&s); !slices.Equal(got, l("kube-system")) {
+		t.Errorf("LeaseNamespaces = %q, want [kube-system]", got)
+	}
+}

@@ -32,7 +32,8 @@ const monitoringGroup = "monitoring.coreos.com"
 // Read lists what the audit needs from the API server: CRDs, Deployments,
 // StatefulSets and RBAC everywhere, then Leases, PodDisruptionBudgets, Pods (metadata
 // only), Services and Prometheus Operator monitors in the namespaces of the
-// controllers found. It only reads.
+// controllers found, and Leases in the namespaces where a RoleBinding lets a
+// controller update them. It only reads.
 func Read(ctx context.Context, cfg *rest.Config) (*Snapshot, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.Timeout == 0 {
@@ -113,6 +114,14 @@ func ReadWith(ctx context.Context, c client.Reader) (*Snapshot, error) {
 			}
 			snap.Monitors = append(snap.Monitors, ms...)
 		}
+	}
+	// Operators that elect elsewhere (cert-manager in kube-system): their Leases only.
+	for _, ns := range LeaseNamespaces(snap) {
+		var leases coordinationv1.LeaseList
+		if err := c.List(ctx, &leases, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing Leases in namespace %s: %w", ns, err)
+		}
+		snap.Leases = append(snap.Leases, leases.Items...)
 	}
 	return snap, nil
 }

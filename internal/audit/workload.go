@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strings"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 )
 
 // podsOf returns the names of the workload's pods: pods in its namespace that its
@@ -36,42 +38,81 @@ func selects(sel *metav1.LabelSelector, w workload) bool {
 	return err == nil && s.Matches(labels.Set(w.template.Labels))
 }
 
-// leaseFinding: leader election is recognized by a Lease in the workload's namespace
-// that (1) one of its pods holds (client-go and controller-runtime name the holder
-// after the pod's host name, which is the pod's name), or else (2) its ServiceAccount
-// may update there: a Lease held from elsewhere, or between two holders, still tells
-// that the operator elects a leader in that namespace.
+// coordinationGroup is the API group of Leases.
+const coordinationGroup = "coordination.k8s.io"
+
+// leaseNamespaces returns where a workload may hold its leader election Lease: its own
+// namespace (operators elect there by default), and every namespace where a
+// RoleBinding lets its ServiceAccount update Leases. cert-manager, for one, elects in
+// kube-system with a Role there; a ClusterRoleBinding says nothing about where.
+func leaseNamespaces(w workload) []string {
+	out := []string{w.namespace}
+	for _, g := range w.grants {
+		if g.namespace != "" && !slices.Contains(out, g.namespace) && allows(g.rule, coordinationGroup, "leases", "update") {
+			out = append(out, g.namespace)
+		}
+	}
+	return out
+}
+
+// mayUpdateLease reports whether the workload's ServiceAccount may update the Lease
+// namespace/name: a rule without resourceNames, or one that names it (the least
+// privilege a leader election needs, as cert-manager's Roles have).
+func mayUpdateLease(w workload, namespace, name string) bool {
+	return slices.ContainsFunc(w.grants, func(g grant) bool {
+		return (g.namespace == "" || g.namespace == namespace) && allows(g.rule, coordinationGroup, "leases", "update") &&
+			(len(g.rule.ResourceNames) == 0 || slices.Contains(g.rule.ResourceNames, name))
+	})
+}
+
+// heldBy reports whether a Lease's holder is one of the pods. client-go and
+// controller-runtime name the holder after the host name, which is the pod's name,
+// followed by "_" and a UUID; cert-manager follows it with "-external-<lease>".
+func heldBy(holder string, pods []string) bool {
+	return holder != "" && slices.ContainsFunc(pods, func(p string) bool {
+		return holder == p || strings.HasPrefix(holder, p+"_") || strings.HasPrefix(holder, p+"-")
+	})
+}
+
+// leaseFinding: leader election is recognized by a Lease, in a namespace where the
+// workload may hold one (leaseNamespaces), that (1) one of its pods holds, or else (2)
+// its ServiceAccount may update: a Lease held from elsewhere, or between two holders,
+// still tells that the operator elects a leader there.
 func leaseFinding(w workload, s *Snapshot) Finding {
 	f := Finding{Category: CategoryAvailability, Check: "availability.leader-election"}
 	pods := podsOf(w, s)
-	mayUpdate := slices.ContainsFunc(w.grants, func(g grant) bool {
-		return (g.namespace == "" || g.namespace == w.namespace) && len(g.rule.ResourceNames) == 0 &&
-			allows(g.rule, "coordination.k8s.io", "leases", "update")
-	})
-	var candidate string
-	for _, l := range s.Leases {
-		if l.Namespace != w.namespace {
+	where := leaseNamespaces(w)
+	var candidate *coordinationv1.Lease
+	for i := range s.Leases {
+		l := &s.Leases[i]
+		if !slices.Contains(where, l.Namespace) {
 			continue
 		}
-		holder := ""
-		if l.Spec.HolderIdentity != nil {
-			holder = *l.Spec.HolderIdentity
-		}
-		if holder != "" && slices.ContainsFunc(pods, func(p string) bool { return holder == p || strings.HasPrefix(holder, p+"_") }) {
+		holder := ptr.Deref(l.Spec.HolderIdentity, "")
+		if heldBy(holder, pods) {
 			f.Result, f.Message = Pass, fmt.Sprintf("Lease %s/%s is held by its pod (holder %s)", l.Namespace, l.Name, holder)
 			return f
 		}
-		if candidate == "" && mayUpdate {
-			candidate = l.Name
+		if candidate == nil && mayUpdateLease(w, l.Namespace, l.Name) {
+			candidate = l
 		}
 	}
-	if candidate != "" {
-		f.Result, f.Message = Pass, fmt.Sprintf("Lease %s/%s in its namespace, which its ServiceAccount may update (its holder is not one of the workload's pods)", w.namespace, candidate)
+	if candidate != nil {
+		in := ""
+		if candidate.Namespace == w.namespace {
+			in = " in its namespace"
+		}
+		f.Result, f.Message = Pass, fmt.Sprintf("Lease %s/%s%s, which its ServiceAccount may update (its holder is not one of the workload's pods)", candidate.Namespace, candidate.Name, in)
 		return f
 	}
 	f.Result, f.Penalty = Fail, 10
+	mayUpdate := slices.ContainsFunc(where, func(ns string) bool {
+		return slices.ContainsFunc(w.grants, func(g grant) bool {
+			return (g.namespace == "" || g.namespace == ns) && allows(g.rule, coordinationGroup, "leases", "update")
+		})
+	})
 	if mayUpdate {
-		f.Message = "no leader election Lease in its namespace (its ServiceAccount may update Leases there): replicas would reconcile at once, so it cannot be scaled out safely"
+		f.Message = fmt.Sprintf("no leader election Lease in %s (its ServiceAccount may update Leases there): replicas would reconcile at once, so it cannot be scaled out safely", strings.Join(where, ", "))
 	} else {
 		f.Message = "no leader election: no Lease held by its pods, and its ServiceAccount may not update Leases in its namespace; replicas would reconcile at once"
 	}

@@ -14,6 +14,11 @@ import (
 func TestAvailabilityAndObservabilityFindings(t *testing.T) {
 	leaseWriter := []grant{{rule: rule(l("coordination.k8s.io"), l("leases"), l("get", "create", "update")), namespace: "ops", via: "Role le (RoleBinding ops/le)"}}
 	podOf := pod("ops", "op-7d9f-abcde", map[string]string{"app": "op"})
+	// As cert-manager's Role in kube-system: update only on its own Lease, create on any.
+	namedLeaseWriter := []grant{
+		{rule: rule(l("coordination.k8s.io"), l("leases"), l("get", "update", "patch"), "op-controller"), namespace: "kube-system", via: "Role op:leaderelection (RoleBinding kube-system/op:leaderelection)"},
+		{rule: rule(l("coordination.k8s.io"), l("leases"), l("create")), namespace: "kube-system", via: "Role op:leaderelection (RoleBinding kube-system/op:leaderelection)"},
+	}
 	cases := []struct {
 		name   string
 		d      *deploymentBuilder
@@ -55,6 +60,34 @@ func TestAvailabilityAndObservabilityFindings(t *testing.T) {
 			"availability.leader-election": "its ServiceAccount may update Leases there",
 			"availability.image-digest":    "manager (example.com/op:v1)",
 		},
+	}, {
+		// cert-manager elects in kube-system (its --leader-election-namespace default),
+		// with a Role there that names its Lease, and holds it as "<pod>-external-...".
+		name:   "a Lease in another namespace where a RoleBinding lets it update that Lease by name, held by its pod",
+		d:      newDeployment("ops", "op", "op", 2).hardened(),
+		grants: namedLeaseWriter,
+		s: Snapshot{
+			Pods:   []metav1.PartialObjectMetadata{podOf},
+			Leases: []coordinationv1.Lease{lease("kube-system", "op-controller", "op-7d9f-abcde-external-op-controller")},
+		},
+		wantFailing:   map[string]int{"availability.pdb": 10},
+		wantInMessage: map[string]string{"availability.leader-election": "Lease kube-system/op-controller is held by its pod"},
+	}, {
+		name:          "a Lease its ServiceAccount may update by name, held from elsewhere",
+		d:             newDeployment("ops", "op", "op", 2).hardened(),
+		grants:        namedLeaseWriter,
+		s:             Snapshot{Leases: []coordinationv1.Lease{lease("kube-system", "op-controller", "laptop-external-op-controller")}},
+		wantFailing:   map[string]int{"availability.pdb": 10},
+		wantInMessage: map[string]string{"availability.leader-election": "Lease kube-system/op-controller, which its ServiceAccount may update"},
+	}, {
+		name:   "another operator's Lease in that namespace, not named in its rules nor held by its pods, does not count",
+		d:      newDeployment("ops", "op", "op", 2).hardened(),
+		grants: namedLeaseWriter,
+		s: Snapshot{
+			Pods:   []metav1.PartialObjectMetadata{podOf},
+			Leases: []coordinationv1.Lease{lease("kube-system", "kube-scheduler", "node-1_5f0c")},
+		},
+		wantFailing: map[string]int{"availability.pdb": 10, "availability.leader-election": 10},
 	}, {
 		name: "a privileged container whose own settings undo the pod's",
 		d: func() *deploymentBuilder {

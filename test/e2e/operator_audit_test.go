@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"orderly.dev/orderly/charts"
 	"orderly.dev/orderly/internal/audit"
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/scheme"
@@ -376,4 +378,192 @@ func createBroadOperator(t *testing.T, ax client.Client) {
 			}
 		}
 	})
+}
+
+// certManagerVersion is the cert-manager release audited: its manifests come from its
+// Go module (the module cache keeps them), not from go.mod.
+const certManagerVersion = "v1.21.2"
+
+// TestAuditGradesCertManager runs `orderly audit` against cert-manager installed as
+// its release's static manifest installs it: the chart from its Go module, packaged at
+// the release's version and rendered as its release does (CRDs included, no
+// startupapicheck Job). The Deployments' pods are kwok's and run nothing, so the Lease
+// its controller holds is written here as cert-manager writes it: in kube-system (its
+// --leader-election-namespace default), held as "<pod>-external-cert-manager-controller".
+// The expectations are written by hand from those manifests.
+func TestAuditGradesCertManager(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	objs := certManagerManifests(t)
+	installCertManager(t, objs)
+
+	// The controller's pod, then its Lease, as the running controller would hold it.
+	var pods corev1.PodList
+	g.Eventually(func(g Gomega) {
+		g.Expect(k.List(ctx, &pods, client.InNamespace("cert-manager"), client.MatchingLabels{"app.kubernetes.io/component": "controller"})).To(Succeed())
+		g.Expect(pods.Items).NotTo(BeEmpty())
+	}, timeout, poll).Should(Succeed())
+	holder := pods.Items[0].Name + "-external-cert-manager-controller"
+	leaseObj := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "cert-manager-controller"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(int32(60))},
+	}
+	g.Expect(k.Create(ctx, leaseObj)).To(Succeed())
+	t.Cleanup(func() {
+		if err := k.Delete(ctx, leaseObj); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting Lease %s: %v", leaseObj.Name, err)
+		}
+	})
+
+	report := runAudit(t, "-o", "json", "--group", "cert-manager.io,acme.cert-manager.io")
+	const controller = "Deployment cert-manager/cert-manager"
+	// Only the controller is an operator: cainjector and the webhook write no status of
+	// cert-manager's kinds (cainjector reads Certificates and writes caBundles).
+	g.Expect(report.Operators).To(HaveLen(1), "operators: %+v", report.Operators)
+	o := report.Operators[0]
+	g.Expect(o.Ref()).To(Equal(controller))
+	g.Expect(report.Groups).To(HaveLen(2))
+	for _, gr := range report.Groups {
+		g.Expect(gr.Controllers).To(Equal([]string{controller}), gr.Group)
+		g.Expect(gr.Writers).To(BeEmpty(), gr.Group)
+		g.Expect(gr.Maturity).To(Equal(audit.Stable), gr.Group)
+		switch gr.Group {
+		case "cert-manager.io":
+			// Certificate, CertificateRequest, ClusterIssuer, Issuer at v1; the Issuers' CEL rules.
+			g.Expect(gr.CRDs).To(HaveLen(4))
+			g.Expect(notPassed(gr.Findings)).To(BeEmpty())
+			g.Expect(gr.APIScore).To(Equal(100))
+		case "acme.cert-manager.io":
+			// Challenge and Order at v1, structural schemas without a CEL rule.
+			g.Expect(gr.CRDs).To(HaveLen(2))
+			g.Expect(notPassed(gr.Findings)).To(Equal(map[string]int{"api.cel": 10}))
+			g.Expect(gr.APIScore).To(Equal(90))
+		default:
+			t.Errorf("unexpected group %s", gr.Group)
+		}
+	}
+
+	g.Expect(o.ServiceAccount).To(Equal("cert-manager/cert-manager"))
+	g.Expect(o.Groups).To(Equal([]string{"acme.cert-manager.io", "cert-manager.io"}))
+	g.Expect(o.Replicas).To(Equal(int32(1)))
+	g.Expect(notPassed(o.Findings)).To(Equal(map[string]int{
+		"api.cel": 10, // acme.cert-manager.io
+		// It issues into Secrets anywhere an Issuer or Certificate is: by design, and worth knowing.
+		"rbac.secrets-read": 15, "rbac.secrets-write": 10,
+		"availability.replicas": 25,                           // replicaCount 1
+		"availability.pdb":      10,                           // podDisruptionBudget.enabled false
+		"availability.requests": 10, "availability.limits": 5, // no resources by default
+		"availability.image-digest": 5,  // quay.io/jetstack/cert-manager-controller:v1.21.2
+		"observability.readiness":   30, // a liveness probe (/livez) only
+	}))
+	// Five of its ClusterRoles read Secrets; the finding names the first three.
+	g.Expect(finding(o, "rbac.secrets-read").Message).To(ContainSubstring("ClusterRole cert-manager-controller-certificates (ClusterRoleBinding cert-manager-controller-certificates) cluster-wide"))
+	g.Expect(finding(o, "rbac.secrets-read").Message).To(HaveSuffix("and 2 more"))
+	g.Expect(finding(o, "availability.leader-election").Message).To(ContainSubstring("Lease kube-system/cert-manager-controller is held by its pod (holder " + holder + ")"))
+	g.Expect(finding(o, "availability.image-digest").Message).To(ContainSubstring("cert-manager-controller:" + certManagerVersion))
+	g.Expect(finding(o, "observability.metrics").Message).To(ContainSubstring("port http-metrics (9402)"))
+	for _, check := range []string{"rbac.wildcard-verbs", "rbac.wildcard-resources", "rbac.wildcard-groups", "rbac.escalate", "rbac.bind", "rbac.impersonate", "rbac.pods-exec", "rbac.nodes",
+		"security.run-as-non-root", "security.read-only-root-filesystem", "security.no-privilege-escalation", "security.seccomp", "observability.liveness"} {
+		g.Expect(finding(o, check).Result).To(Equal(audit.Pass), check)
+	}
+	// 25×90 + 35×75 + 25×45 + 15×70 = 7050 → 70.5, rounded to 71.
+	g.Expect(o.Scores).To(Equal(audit.Scores{API: 90, RBAC: 75, Availability: 45, Observability: 70, Total: 71}))
+	g.Expect(o.Grade).To(Equal("C"))
+}
+
+// certManagerManifests renders cert-manager's chart from its Go module as its release
+// renders the static manifest (make/manifests.mk: packaged at the release's version,
+// then `helm template --set crds.enabled=true --set creator=static --set
+// startupapicheck.enabled=false`). The CRDs come from the chart: deploy/crds says of
+// itself that it is for reference and may be incomplete; the test checks that both
+// hold the same kinds.
+func certManagerManifests(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	g := NewWithT(t)
+	dir := downloadModule(t, "github.com/cert-manager/cert-manager", certManagerVersion)
+	helm, tmp := helmBin(t), t.TempDir()
+	runTool(t, nil, helm, "package", filepath.Join(dir, "deploy", "charts", "cert-manager"),
+		"--version", certManagerVersion, "--app-version", certManagerVersion, "--destination", tmp)
+	out := runTool(t, nil, helm, "template", "cert-manager", filepath.Join(tmp, "cert-manager-"+certManagerVersion+".tgz"),
+		"--namespace", "cert-manager", "--set", "crds.enabled=true", "--set", "creator=static", "--set", "startupapicheck.enabled=false")
+	objs, err := charts.Decode(out)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	var fromChart, fromDir []string
+	for _, o := range objs {
+		if o.GetKind() == "CustomResourceDefinition" {
+			fromChart = append(fromChart, o.GetName())
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "deploy", "crds", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range files {
+		group, plural, _ := strings.Cut(strings.TrimSuffix(filepath.Base(f), ".yaml"), "_")
+		fromDir = append(fromDir, plural+"."+group)
+	}
+	g.Expect(fromChart).To(ConsistOf(fromDir), "the chart's CRDs and deploy/crds")
+	return objs
+}
+
+// downloadModule puts a module into the Go module cache (outside any module, so no
+// go.mod is read or changed) and returns its directory there.
+func downloadModule(t *testing.T, path, version string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", path+"@"+version)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	var dl struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &dl); jerr == nil && dl.Error != "" {
+		t.Fatalf("downloading %s@%s: %s", path, version, dl.Error)
+	}
+	if err != nil || dl.Dir == "" {
+		t.Fatalf("go mod download %s@%s: %v\n%s", path, version, err, out)
+	}
+	return dl.Dir
+}
+
+// installCertManager creates cert-manager's namespace and the objects the audit reads
+// (CRDs, ServiceAccounts, RBAC, Deployments, Services), and deletes them when the test
+// ends. Left out: the webhook configurations (its webhook does not run here, and they
+// would refuse cert-manager's objects), and the ClusterRoles for people, which
+// aggregate into the built-in admin, edit and view that other tests bind.
+func installCertManager(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cert-manager"}}
+	if err := k.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	var created []client.Object
+	t.Cleanup(func() {
+		// The namespace takes its objects with it; the rest goes one by one.
+		for _, obj := range append(created, ns) {
+			if obj.GetNamespace() == "cert-manager" {
+				continue
+			}
+			if err := k.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %s %s: %v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+			}
+		}
+	})
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "CustomResourceDefinition", "ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding", "Deployment", "Service":
+		case "ClusterRole":
+			if slices.ContainsFunc(slices.Collect(maps.Keys(o.GetLabels())), func(l string) bool {
+				return strings.HasPrefix(l, "rbac.authorization.k8s.io/aggregate-to-")
+			}) {
+				continue
+			}
+		default:
+			continue
+		}
+		if err := k.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+		created = append(created, o)
+	}
 }

@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/devcluster"
@@ -70,6 +72,27 @@ func TestKubectlPlugin(t *testing.T) {
 		}
 	}
 	g.Expect(found).To(BeTrue(), out)
+
+	// A day-2 verb's machine output, through kubectl: stdout is the JSON alone (the
+	// warning about the missing DatabaseServer goes to stderr), and it says what the
+	// DevDatabase now says.
+	cmd := exec.Command(bins.Kubectl, "orderly", "db", "extend", "app", "-n", ns, "--by", "2h", "-o", "json")
+	cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+devcluster.KubeconfigPath(clusterName))
+	stdout, err := cmd.Output()
+	g.Expect(err).NotTo(HaveOccurred(), string(stdout))
+	var ext struct {
+		Namespace, Name, TTL string
+		ExpiresAt            time.Time
+		ServerMissing        bool
+	}
+	g.Expect(json.Unmarshal(stdout, &ext)).To(Succeed(), string(stdout))
+	var db datav1alpha1.DevDatabase
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &db)).To(Succeed())
+	g.Expect(ext.Namespace).To(Equal(ns))
+	g.Expect(ext.Name).To(Equal("app"))
+	g.Expect(ext.TTL).To(Equal(db.Spec.TTL.Duration.String()))
+	g.Expect(ext.ExpiresAt).To(BeTemporally("==", db.CreationTimestamp.Add(db.Spec.TTL.Duration)))
+	g.Expect(ext.ServerMissing).To(BeTrue())
 
 	// Help names the plugin the way it is typed.
 	out, err = kubectl("orderly", "status", "--help")
