@@ -2,13 +2,15 @@
 // (a real S3 gateway, built from source once and cached, see Binary) with its posix
 // backend on a temporary directory, listening on a free loopback port. Buckets are
 // directories and objects files under Server.Dir, so a test can also age an object
-// (SetModTime) or damage it in place.
+// (SetModTime) or damage it in place. WithTLS serves https with a CA of the test's own.
 package tests3
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -32,8 +34,11 @@ const Region = "us-east-1"
 
 // Server is a running versitygw.
 type Server struct {
-	// Endpoint is http://127.0.0.1:PORT.
+	// Endpoint is http://127.0.0.1:PORT, or https:// with WithTLS.
 	Endpoint string
+	// CACert is the PEM certificate of the CA that signed the gateway's certificate,
+	// with WithTLS; nil otherwise.
+	CACert []byte
 	// AccessKey and SecretKey are the root credentials.
 	AccessKey string
 	SecretKey string
@@ -45,9 +50,25 @@ type Server struct {
 	log  *os.File
 }
 
+// options are what Start was asked for.
+type options struct {
+	tls bool
+}
+
+// Option changes the server Start starts.
+type Option func(*options)
+
+// WithTLS serves https only, with a certificate for 127.0.0.1 and localhost signed
+// by a CA made for this server (Server.CACert).
+func WithTLS() Option { return func(o *options) { o.tls = true } }
+
 // Start builds versitygw if needed and starts it. Call Close to stop it and remove
 // its files.
-func Start(ctx context.Context) (*Server, error) {
+func Start(ctx context.Context, opts ...Option) (*Server, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	bin, err := Binary(ctx)
 	if err != nil {
 		return nil, err
@@ -66,12 +87,22 @@ func Start(ctx context.Context) (*Server, error) {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	s.Endpoint = "http://" + addr
+	args := []string{"--access", s.AccessKey, "--secret", s.SecretKey, "--region", Region, "--port", addr}
+	if o.tls {
+		cert, key, ca, err := serverCert(dir)
+		if err != nil {
+			s.cleanup()
+			return nil, fmt.Errorf("making versitygw's certificate: %w", err)
+		}
+		s.Endpoint, s.CACert = "https://"+addr, ca
+		args = append(args, "--cert", cert, "--key", key)
+	}
 	s.log, err = os.Create(filepath.Join(dir, "versitygw.log"))
 	if err != nil {
 		return nil, err
 	}
 	localproc.CloseInheritedOnExec()
-	s.cmd = exec.Command(bin, "--access", s.AccessKey, "--secret", s.SecretKey, "--region", Region, "--port", addr, "posix", s.Dir)
+	s.cmd = exec.Command(bin, append(args, "posix", s.Dir)...)
 	// The credentials go in the environment too, so that versions that read them
 	// from there (and not only from flags) agree.
 	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
@@ -92,7 +123,7 @@ func Start(ctx context.Context) (*Server, error) {
 // waitReady polls the port until the gateway answers HTTP.
 func (s *Server) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	c := http.Client{Timeout: time.Second}
+	c := http.Client{Timeout: time.Second, Transport: s.transport()}
 	for {
 		select {
 		case <-s.done:
@@ -140,10 +171,22 @@ func (s *Server) cleanup() {
 // Client is an S3 client logged in as root.
 func (s *Server) Client() *s3.Client { return s.ClientAs(s.AccessKey, s.SecretKey) }
 
+// transport trusts the gateway's CA (with WithTLS) and nothing else.
+func (s *Server) transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if s.CACert != nil {
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(s.CACert)
+		t.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	}
+	return t
+}
+
 // ClientAs is an S3 client with other credentials (to test refusals).
 func (s *Server) ClientAs(accessKey, secretKey string) *s3.Client {
 	return s3.New(s3.Options{
 		BaseEndpoint: aws.String(s.Endpoint),
+		HTTPClient:   &http.Client{Transport: s.transport()},
 		Region:       Region,
 		UsePathStyle: true,
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {

@@ -4,8 +4,11 @@ package tests3
 
 import (
 	"context"
+	"crypto/x509"
+	"errors"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,5 +55,35 @@ func TestServer(t *testing.T) {
 	}
 	if _, err := s.ClientAs("nobody", "wrong").ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("dumps")}); err == nil {
 		t.Fatal("wrong credentials were accepted")
+	}
+}
+
+// WithTLS serves https only, with a certificate that its CA vouches for and that a
+// client trusting only the system's roots refuses.
+func TestServerTLS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := Start(ctx, WithTLS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !strings.HasPrefix(s.Endpoint, "https://") || len(s.CACert) == 0 {
+		t.Fatalf("endpoint %s, CA %d bytes", s.Endpoint, len(s.CACert))
+	}
+	if err := s.CreateBucket(ctx, "dumps"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "dumps", "a.dump", []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	untrusting := s3.New(s3.Options{BaseEndpoint: aws.String(s.Endpoint), Region: Region, UsePathStyle: true,
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: s.AccessKey, SecretAccessKey: s.SecretKey}, nil
+		})})
+	_, err = untrusting.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("dumps")})
+	var unknown x509.UnknownAuthorityError
+	if !errors.As(err, &unknown) {
+		t.Fatalf("a client that does not trust the test CA: %v; want an unknown authority error", err)
 	}
 }

@@ -58,8 +58,10 @@ const (
 // DevDatabaseUser is an extra login role of the database, with its own Secret.
 type DevDatabaseUser struct {
 	// name of the user: lower-case letters, digits and '-', starting with a letter, at
-	// most 16 characters. Its login role is orderly_<uid>_<name> ('-' becomes '_'),
-	// its Secret <secretName>-<name>.
+	// most 16 characters. Its login role is orderly_<uid>_<name> ('-' becomes '_');
+	// on mysql servers, whose user names have at most 32 characters,
+	// ou_<12 hex digits of the SHA-256 of the uid>_<name>. Its Secret is
+	// <secretName>-<name>.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=16
@@ -67,7 +69,8 @@ type DevDatabaseUser struct {
 	Name string `json:"name"`
 
 	// access is ReadOnly (SELECT) or ReadWrite (SELECT, INSERT, UPDATE, DELETE), on
-	// every table of the database, present and future.
+	// every table of the database, present and future (on mysql servers a grant on
+	// the database, with SHOW VIEW).
 	// +required
 	Access UserAccess `json:"access"`
 }
@@ -92,7 +95,9 @@ type DevDatabaseInit struct {
 	// configMapRef names the ConfigMap key (in the DevDatabase's namespace) that holds
 	// the SQL: at most 256 KiB, run once, after the database is created, as the
 	// database's own role (never as the server's admin), in one transaction with the
-	// server's statement_timeout.
+	// server's statement_timeout. On mysql servers DDL and account statements
+	// (CREATE TABLE, GRANT, ...) commit implicitly, so a failed run keeps what ran up
+	// to the last of them before the failure; the rest is rolled back.
 	// +required
 	ConfigMapRef ConfigMapKeyReference `json:"configMapRef"`
 }
@@ -248,7 +253,8 @@ const (
 	InitRunning InitState = "Running"
 	// InitSucceededState: the SQL committed.
 	InitSucceededState InitState = "Succeeded"
-	// InitFailedState: the SQL failed and was rolled back; it is not run again.
+	// InitFailedState: the SQL failed and was rolled back (on mysql servers, but for
+	// what MySQL committed implicitly before the failure); it is not run again.
 	InitFailedState InitState = "Failed"
 )
 
@@ -272,8 +278,9 @@ type DevDatabaseInitStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	SHA256 string `json:"sha256,omitempty"`
-	// transaction is the server's identifier of the SQL's transaction, recorded
-	// before the SQL runs, so that its outcome can be asked after a restart.
+	// transaction is the server's identifier of the SQL's transaction (on mysql
+	// servers its session's CONNECTION_ID()), recorded before the SQL runs, so that
+	// its outcome can be asked after a restart.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	Transaction string `json:"transaction,omitempty"`

@@ -71,10 +71,21 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Controller is the BackupVerification controller as the manager runs it. Two
-// workers: each may hold a restore (a pg_restore process) for up to
-// maxRestoreDuration.
-var Controller = kit.Controller{Name: Name, Workers: 2, Cache: Cache, Setup: Setup}
+// Controller is the BackupVerification controller as the manager runs it.
+var Controller = kit.Controller{Name: Name, Workers: Workers, Cache: Cache, Setup: Setup}
+
+// Workers is how many BackupVerifications are reconciled at once by default, and so
+// how many restores run at once: a run happens inside its reconcile, which holds
+// the worker for the whole restore (up to maxRestoreDuration), so that a manager
+// shutting down waits for the run and drops its database. With 2, two slow
+// restores held every other BackupVerification (its runs, refusals and deletion)
+// until one of them ended; with 4, two slow restores leave two workers for the
+// rest (TestSlowRestoresDoNotBlockOthers). A restore costs the manager a goroutine
+// and 64 KiB buffers (the work is pg_restore's and the server's), so the bound is
+// there for the database servers: more restores at once than that mostly slow each
+// other down on a small server. --max-concurrent-reconciles changes it (for every
+// controller); docs/backupverification.md says what it means for restores.
+const Workers = 4
 
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {

@@ -26,9 +26,11 @@ import (
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 )
 
-// Source is where backups come from. S3 is the one kind so far; a Velero Backup,
-// a CloudNativePG Backup or a volume would be others (docs/backupverification.md
-// says what each would take). A Source only reads.
+// Source is where backups come from, for sources whose bytes the manager can read
+// (S3 is the one kind so far). A Source only reads. The volume, Velero and
+// CloudNativePG kinds designed in docs/backupverification.md fit Latest but not
+// Open (their bytes never reach the manager): they need the restore step behind
+// this interface too, as the docs say.
 type Source interface {
 	// Latest returns the newest backup; errNoBackup when there is none.
 	Latest(ctx context.Context) (Backup, error)
@@ -62,6 +64,11 @@ const (
 	ReasonSourceUnreachable = "SourceUnreachable"
 	ReasonCredentials       = "CredentialsUnavailable"
 	ReasonInvalidSpec       = "InvalidSpec"
+	// ReasonCertificateNotTrusted: the store's TLS certificate is not one the CA
+	// given (or, without one, the system's roots) vouches for. Told apart from
+	// SourceUnreachable because waiting does not fix it: the CA Secret or the store's
+	// certificate must change (the backoff's next retry picks that up).
+	ReasonCertificateNotTrusted = "CertificateNotTrusted"
 )
 
 // s3Timeout bounds each S3 call but the streaming read, which the restore's
@@ -80,6 +87,9 @@ type s3Source struct {
 	bucket  string
 	prefix  string
 	pattern *regexp.Regexp
+	// caSecret names the CA Secret the store's certificate is checked against; ""
+	// when the system's roots are used.
+	caSecret string
 }
 
 // s3Credentials are read from the object's own namespace only.
@@ -147,7 +157,11 @@ func newS3Source(src *datav1alpha1.S3BackupSource, cred s3Credentials) (*s3Sourc
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
 	})
-	return &s3Source{client: c, bucket: src.Bucket, prefix: src.Prefix, pattern: pattern}, nil
+	out := &s3Source{client: c, bucket: src.Bucket, prefix: src.Prefix, pattern: pattern}
+	if src.CASecretRef != nil {
+		out.caSecret = src.CASecretRef.Name
+	}
+	return out, nil
 }
 
 // compilePattern compiles spec.source.s3.keyPattern; nil when unset.
@@ -292,6 +306,26 @@ func parseChecksum(data []byte) (string, error) {
 	return sum, nil
 }
 
+// untrusted tells a TLS certificate the client refused from other connection errors,
+// and says why it was refused.
+func untrusted(err error) (string, bool) {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &unknown):
+		return "signed by an unknown authority", true
+	case errors.As(err, &host):
+		return host.Error(), true
+	case errors.As(err, &invalid):
+		return invalid.Error(), true
+	case errors.As(err, &verify):
+		return verify.Err.Error(), true
+	}
+	return "", false
+}
+
 // classify turns an S3 error into a reason and a message without the credentials.
 func (s *s3Source) classify(err error, what string) error {
 	var ae smithy.APIError
@@ -315,6 +349,13 @@ func (s *s3Source) classify(err error, what string) error {
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &sourceError{ReasonSourceUnreachable, fmt.Sprintf("%s in bucket %s: the store did not answer in time", what, s.bucket)}
+	}
+	if msg, ok := untrusted(err); ok {
+		trust := "the system's root certificates (set spec.source.s3.caSecretRef to the CA that signed the store's certificate)"
+		if s.caSecret != "" {
+			trust = fmt.Sprintf("the CA in Secret %s (spec.source.s3.caSecretRef); is it the CA that signed the store's certificate?", s.caSecret)
+		}
+		return &sourceError{ReasonCertificateNotTrusted, fmt.Sprintf("%s in bucket %s: the store's TLS certificate is not trusted (%s): it was checked against %s", what, s.bucket, msg, trust)}
 	}
 	return &sourceError{ReasonSourceUnreachable, fmt.Sprintf("%s in bucket %s: %v", what, s.bucket, err)}
 }

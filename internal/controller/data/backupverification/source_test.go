@@ -1,7 +1,13 @@
 package backupverification
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -68,5 +74,31 @@ func TestParseChecksum(t *testing.T) {
 func TestCompilePatternRefusesBadRegexp(t *testing.T) {
 	if _, err := compilePattern(`(`); err == nil {
 		t.Fatal("want an error")
+	}
+}
+
+// A certificate the client refuses is CertificateNotTrusted, naming the CA Secret it
+// was checked against; other connection errors stay SourceUnreachable.
+func TestClassifyUntrustedCertificate(t *testing.T) {
+	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:9000/backups", Err: &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}}
+	tests := []struct {
+		name       string
+		src        s3Source
+		err        error
+		wantReason string
+		wantInMsg  string
+	}{
+		{"unknown authority, CA given", s3Source{bucket: "b", caSecret: "store-ca"}, fmt.Errorf("operation error S3: ListObjectsV2: %w", refused), ReasonCertificateNotTrusted, "the CA in Secret store-ca"},
+		{"unknown authority, system roots", s3Source{bucket: "b"}, refused, ReasonCertificateNotTrusted, "set spec.source.s3.caSecretRef"},
+		{"wrong host name", s3Source{bucket: "b", caSecret: "ca"}, &url.Error{Op: "Get", URL: "https://x", Err: x509.HostnameError{Certificate: &x509.Certificate{}, Host: "s3.example.com"}}, ReasonCertificateNotTrusted, "s3.example.com"},
+		{"connection refused", s3Source{bucket: "b"}, &url.Error{Op: "Get", URL: "https://x", Err: errors.New("connect: connection refused")}, ReasonSourceUnreachable, "connection refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var se *sourceError
+			if !errors.As(tt.src.classify(tt.err, "listing"), &se) || se.reason != tt.wantReason || !strings.Contains(se.msg, tt.wantInMsg) {
+				t.Errorf("classify: %+v; want reason %s and %q in the message", se, tt.wantReason, tt.wantInMsg)
+			}
+		})
 	}
 }

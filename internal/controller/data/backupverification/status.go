@@ -26,7 +26,7 @@ const (
 // sourceReasons are the run reasons that say the source could not be read.
 var sourceReasons = map[string]bool{
 	ReasonNoBackup: true, ReasonBucketNotFound: true, ReasonAccessDenied: true,
-	ReasonSourceUnreachable: true, ReasonCredentials: true,
+	ReasonSourceUnreachable: true, ReasonCredentials: true, ReasonCertificateNotTrusted: true,
 }
 
 // finishRun folds a finished run into st: lastRun, history, counters, conditions.
