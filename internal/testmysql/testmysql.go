@@ -55,13 +55,20 @@ type Server struct {
 	Password string
 	// Dir holds the data, the socket and the logs.
 	Dir string
+	// CACert is the PEM certificate of the CA that signed the server's, WithTLS.
+	CACert []byte
 
 	cmd    *exec.Cmd
 	exited chan struct{}
 	once   sync.Once
+	// bin, args and cred start the server again (StartAgain).
+	bin  string
+	args []string
+	cred *syscall.Credential
 }
 
 type options struct {
+	tls        bool
 	generalLog bool
 	args       []string
 }
@@ -199,35 +206,24 @@ func start(dir, serverBin, installBin string, o options) (*Server, error) {
 	}
 	port := int32(l.Addr().(*net.TCPAddr).Port)
 	_ = l.Close()
-	s := &Server{Host: "127.0.0.1", Port: port, Username: Admin, Password: "admin-" + strconv.Itoa(os.Getpid()), Dir: dir, exited: make(chan struct{})}
+	s := &Server{Host: "127.0.0.1", Port: port, Username: Admin, Password: "admin-" + strconv.Itoa(os.Getpid()), Dir: dir}
 	args := append([]string{"--no-defaults", "--datadir=" + data, "--socket=" + s.socket(), "--port=" + strconv.Itoa(int(port)),
 		"--bind-address=127.0.0.1", "--skip-name-resolve", "--skip-log-bin", "--pid-file=" + filepath.Join(dir, "mariadbd.pid"),
 		"--log-error=" + s.LogFile(), "--max-connections=400", "--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0"}, common...)
+	if o.tls {
+		tlsArgs, ca, err := serveTLS(dir, cred)
+		if err != nil {
+			return nil, err
+		}
+		args, s.CACert = append(args, tlsArgs...), ca
+	}
 	if o.generalLog {
 		args = append(args, "--general-log=1", "--general-log-file="+s.GeneralLog())
 	}
 	args = append(args, o.args...)
-	s.cmd = exec.Command(filepath.Join(serverBin, "mariadbd"), args...)
-	s.cmd.Dir = dir
-	// Killed with the test process: a test binary killed at its timeout leaves no
-	// server running.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
-	started := make(chan error, 1)
-	go func() {
-		// Pdeathsig fires when the thread that started the child ends, not the
-		// process: this goroutine keeps its thread until the server has exited.
-		runtime.LockOSThread()
-		if err := s.cmd.Start(); err != nil {
-			started <- err
-			close(s.exited)
-			return
-		}
-		started <- nil
-		_ = s.cmd.Wait()
-		close(s.exited)
-	}()
-	if err := <-started; err != nil {
-		return nil, fmt.Errorf("starting mariadbd: %w", err)
+	s.bin, s.args, s.cred = filepath.Join(serverBin, "mariadbd"), args, cred
+	if err := s.launch(); err != nil {
+		return nil, err
 	}
 	if err := s.createAdmin(); err != nil {
 		return s, err
@@ -235,26 +231,85 @@ func start(dir, serverBin, installBin string, o options) (*Server, error) {
 	return s, nil
 }
 
+// launch starts the server process on the data directory.
+func (s *Server) launch() error {
+	s.cmd = exec.Command(s.bin, s.args...)
+	s.cmd.Dir = s.Dir
+	// Killed with the test process: a test binary killed at its timeout leaves no
+	// server running.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
+	s.exited = make(chan struct{})
+	exited := s.exited
+	started := make(chan error, 1)
+	go func() {
+		// Pdeathsig fires when the thread that started the child ends, not the
+		// process: this goroutine keeps its thread until the server has exited.
+		runtime.LockOSThread()
+		if err := s.cmd.Start(); err != nil {
+			started <- err
+			close(exited)
+			return
+		}
+		started <- nil
+		_ = s.cmd.Wait()
+		close(exited)
+	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("starting mariadbd: %w", err)
+	}
+	return nil
+}
+
+// Stop stops the server (its files stay), so that tests can see it unreachable.
+func (s *Server) Stop() error {
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(60 * time.Second):
+		return errors.New("mariadbd did not stop in 60 s")
+	}
+}
+
+// StartAgain starts a server Stop stopped, on the same port and data, and waits
+// until it accepts connections.
+func (s *Server) StartAgain() error {
+	if err := s.launch(); err != nil {
+		return err
+	}
+	db, err := s.rootDB()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = db.Close() }()
+	return s.waitReady(db)
+}
+
 func (s *Server) socket() string { return filepath.Join(s.Dir, "mysqld.sock") }
 
-// createAdmin waits for the server and creates Admin as root over the socket.
-func (s *Server) createAdmin() error {
+// rootDB is a pool of root's sessions over the socket.
+func (s *Server) rootDB() (*sql.DB, error) {
 	cfg := gomysql.NewConfig()
 	cfg.User, cfg.Net, cfg.Addr = "root", "unix", s.socket()
 	cfg.Logger = &gomysql.NopLogger{}
 	c, err := gomysql.NewConnector(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	db := sql.OpenDB(c)
-	defer func() { _ = db.Close() }()
+	return sql.OpenDB(c), nil
+}
+
+// waitReady waits until the server answers db, or has exited.
+func (s *Server) waitReady(db *sql.DB) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err = db.PingContext(ctx)
+		err := db.PingContext(ctx)
 		cancel()
 		if err == nil {
-			break
+			return nil
 		}
 		select {
 		case <-s.exited:
@@ -265,6 +320,18 @@ func (s *Server) createAdmin() error {
 			return fmt.Errorf("mariadbd did not accept connections in 60 s (its log is %s): %w", s.LogFile(), err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// createAdmin waits for the server and creates Admin as root over the socket.
+func (s *Server) createAdmin() error {
+	db, err := s.rootDB()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = db.Close() }()
+	if err := s.waitReady(db); err != nil {
+		return err
 	}
 	for _, stmt := range []string{
 		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", s.Username, s.Password),

@@ -104,3 +104,51 @@ func zombie(pid int) bool {
 	f := strings.Fields(string(b))
 	return len(f) > 2 && f[2] == "Z"
 }
+
+// Stop makes the server unreachable and StartAgain brings it back with its data,
+// on the same port, so that tests can show a server that is down for a while.
+func TestStopAndStartAgainKeepTheData(t *testing.T) {
+	s, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ping := func() error {
+		db, err := s.Admin("")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = db.Close() }()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return db.PingContext(ctx)
+	}
+	db, err := s.Admin("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE DATABASE kept"); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if ping() == nil {
+		t.Fatal("the server answers after Stop")
+	}
+	if err := s.StartAgain(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ping(); err != nil {
+		t.Fatalf("after StartAgain: %v", err)
+	}
+	db, err = s.Admin("kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	if err := db.Ping(); err != nil {
+		t.Errorf("the data did not survive: %v", err)
+	}
+}

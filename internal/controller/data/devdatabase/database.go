@@ -74,7 +74,7 @@ func engineDatabase(d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer)
 	out := engine.Database{Name: db, Role: role, OwnerUID: string(d.UID), Extensions: d.Spec.Extensions,
 		ValidUntil: expiryOf(d, s.Spec.MaxTTL.Duration), ServerID: d.Status.ServerIdentity}
 	for _, u := range d.Spec.Users {
-		out.Users = append(out.Users, engine.User{Name: u.Name, Role: engine.UserRole(string(d.UID), u.Name), Access: engine.Access(u.Access)})
+		out.Users = append(out.Users, engine.User{Name: u.Name, Role: engine.UserRoleFor(string(s.Spec.Engine), string(d.UID), u.Name), Access: engine.Access(u.Access)})
 	}
 	return out
 }

@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/controller/data/engine/mysql"
 	"orderly.dev/orderly/internal/controller/data/engine/postgres"
 	"orderly.dev/orderly/internal/kit"
 )
@@ -67,15 +69,15 @@ func notLeaked(g Gomega, d *datav1alpha1.DevDatabase, passwords ...string) {
 // ReadWrite one writes rows; each Secret carries the template's keys rendered with
 // its own credentials. A user removed from the list is dropped with its Secret;
 // deleting the DevDatabase drops every role and says how many connections it ended.
-func TestUsersAndSecretTemplates(t *testing.T) {
+func usersAndSecretTemplates(t *testing.T, b *backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newServer(t, pg, nil)
+	s := b.newServer(t, nil)
 	ns := newNamespace(t, nil)
 	d := newDevDB(t, ns, "shop", s.Name, func(sp *datav1alpha1.DevDatabaseSpec) {
 		sp.Users = []datav1alpha1.DevDatabaseUser{{Name: "reporting", Access: datav1alpha1.UserAccessReadOnly}, {Name: "app", Access: datav1alpha1.UserAccessReadWrite}}
 		sp.SecretTemplate = map[string]string{
-			"DATABASE_URL": "postgres://{{urlquery .Username}}:{{urlquery .Password}}@{{.Host}}:{{.Port}}/{{.Database}}?sslmode=disable",
+			"DATABASE_URL": b.urlTemplate,
 			"application.properties": "spring.datasource.url=jdbc:postgresql://{{.Host}}:{{.Port}}/{{.Database}}\n" +
 				"spring.datasource.username={{.Username}}\nspring.datasource.password={{.Password}}\n",
 		}
@@ -87,11 +89,11 @@ func TestUsersAndSecretTemplates(t *testing.T) {
 	owner := secretOf(g, ns, "shop")
 	reporting := secretOf(g, ns, "shop-reporting")
 	app := secretOf(g, ns, "shop-app")
-	g.Expect(reporting[datav1alpha1.SecretKeyUsername]).To(Equal(got.Status.Role + "_reporting"))
+	g.Expect(reporting[datav1alpha1.SecretKeyUsername]).To(Equal(b.userRole(got, "reporting")))
 	g.Expect(reporting[datav1alpha1.SecretKeyDatabase]).To(Equal(got.Status.Database))
 	for _, sec := range []map[string]string{owner, reporting, app} {
-		g.Expect(sec["DATABASE_URL"]).To(Equal(fmt.Sprintf("postgres://%s:%s@%s:%d/%s?sslmode=disable",
-			sec[datav1alpha1.SecretKeyUsername], sec[datav1alpha1.SecretKeyPassword], pg.Host, pg.Port, got.Status.Database)))
+		g.Expect(sec["DATABASE_URL"]).To(Equal(fmt.Sprintf(b.urlFormat,
+			sec[datav1alpha1.SecretKeyUsername], sec[datav1alpha1.SecretKeyPassword], b.host, b.port, got.Status.Database)))
 		g.Expect(sec["application.properties"]).To(ContainSubstring("spring.datasource.password=" + sec[datav1alpha1.SecretKeyPassword] + "\n"))
 		g.Expect(sec).To(HaveKey(datav1alpha1.SecretKeyJDBCURL))
 	}
@@ -100,55 +102,50 @@ func TestUsersAndSecretTemplates(t *testing.T) {
 	g.Expect(metav1.IsControlledBy(&userSecret, got)).To(BeTrue())
 	g.Expect(userSecret.Labels).To(HaveKeyWithValue(datav1alpha1.DevDatabaseUserLabel, "app"))
 
-	ownerConn, err := connectAs(ctx, owner, "")
+	ownerConn, err := b.connect(ctx, owner, "")
 	g.Expect(err).NotTo(HaveOccurred())
-	defer ownerConn.Close(ctx)
-	_, err = ownerConn.Exec(ctx, "CREATE TABLE orders (id serial primary key, total numeric); INSERT INTO orders (total) VALUES (1)")
-	g.Expect(err).NotTo(HaveOccurred())
+	defer ownerConn.Close()
+	g.Expect(ownerConn.Exec(ctx, "CREATE TABLE orders (id "+b.serialType+" primary key, total numeric); INSERT INTO orders (total) VALUES (1)")).To(Succeed())
 
 	// The template's own URL works as it is.
-	roConn, err := connectAs(ctx, map[string]string{datav1alpha1.SecretKeyURI: reporting["DATABASE_URL"]}, "")
+	roConn, err := b.connectURL(ctx, reporting["DATABASE_URL"])
 	g.Expect(err).NotTo(HaveOccurred())
-	defer roConn.Close(ctx)
-	var n int
-	g.Expect(roConn.QueryRow(ctx, "SELECT count(*) FROM orders").Scan(&n)).To(Succeed())
+	defer roConn.Close()
+	n, err := roConn.Int(ctx, "SELECT count(*) FROM orders")
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n).To(Equal(1))
-	_, err = roConn.Exec(ctx, "INSERT INTO orders (total) VALUES (2)")
-	g.Expect(err).To(MatchError(ContainSubstring("permission denied")))
+	g.Expect(roConn.Exec(ctx, "INSERT INTO orders (total) VALUES (2)")).To(MatchError(ContainSubstring(b.deniedWrite)))
 
-	rwConn, err := connectAs(ctx, app, "")
+	rwConn, err := b.connect(ctx, app, "")
 	g.Expect(err).NotTo(HaveOccurred())
-	defer rwConn.Close(ctx)
-	_, err = rwConn.Exec(ctx, "INSERT INTO orders (total) VALUES (2)")
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = rwConn.Exec(ctx, "DROP TABLE orders")
-	g.Expect(err).To(MatchError(ContainSubstring("must be owner")))
+	defer rwConn.Close()
+	g.Expect(rwConn.Exec(ctx, "INSERT INTO orders (total) VALUES (2)")).To(Succeed())
+	g.Expect(rwConn.Exec(ctx, "DROP TABLE orders")).To(MatchError(ContainSubstring(b.deniedDrop)))
 	// A user cannot reach another DevDatabase's database.
 	other := newDevDB(t, ns, "other", s.Name, nil)
 	gotOther := waitReason(t, other, ReasonReady)
-	_, err = connectAs(ctx, app, gotOther.Status.Database)
-	g.Expect(err).To(MatchError(ContainSubstring("permission denied for database")))
+	_, err = b.connect(ctx, app, gotOther.Status.Database)
+	g.Expect(err).To(MatchError(ContainSubstring(b.deniedDatabase)))
 
 	notLeaked(g, d, owner[datav1alpha1.SecretKeyPassword], reporting[datav1alpha1.SecretKeyPassword], app[datav1alpha1.SecretKeyPassword])
 
 	// reporting removed: its role and Secret go, app stays as it was.
 	patchSpec(t, d, `{"users":[{"name":"app","access":"ReadWrite"}]}`)
-	g.Eventually(func() bool { return roleExists(t, pg, got.Status.Role+"_reporting") }, timeout, poll).Should(BeFalse())
+	g.Eventually(func() bool { return b.roleExists(t, b.userRole(got, "reporting")) }, timeout, poll).Should(BeFalse())
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-reporting"}, &corev1.Secret{}))
 	}, timeout, poll).Should(BeTrue())
 	g.Eventually(func(g Gomega) { g.Expect(reasonsOf(g, d)).To(ContainElement(ReasonUserDropped)) }, timeout, poll).Should(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(getDevDB(g, d).Status.Users).To(HaveLen(1)) }, timeout, poll).Should(Succeed())
 	g.Expect(secretOf(g, ns, "shop-app")[datav1alpha1.SecretKeyPassword]).To(Equal(app[datav1alpha1.SecretKeyPassword]))
-	_, err = rwConn.Exec(ctx, "INSERT INTO orders (total) VALUES (3)")
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rwConn.Exec(ctx, "INSERT INTO orders (total) VALUES (3)")).To(Succeed())
 
 	// Deleting drops the database and every role, ending the open sessions, and says how many.
 	g.Expect(k.Delete(ctx, d)).To(Succeed())
 	waitGone(t, d)
-	g.Expect(databaseExists(t, pg, got.Status.Database)).To(BeFalse())
-	g.Expect(roleExists(t, pg, got.Status.Role)).To(BeFalse())
-	g.Expect(roleExists(t, pg, got.Status.Role+"_app")).To(BeFalse())
+	g.Expect(b.databaseExists(t, got.Status.Database)).To(BeFalse())
+	g.Expect(b.roleExists(t, got.Status.Role)).To(BeFalse())
+	g.Expect(b.roleExists(t, b.userRole(got, "app"))).To(BeFalse())
 	g.Eventually(func(g Gomega) {
 		var notes []string
 		for _, e := range eventsFor(g, d) {
@@ -164,10 +161,10 @@ func TestUsersAndSecretTemplates(t *testing.T) {
 // server where it can (keys), and otherwise reported as InvalidSecretTemplate
 // without the password reaching status or Events, the Secret keeping its
 // standard keys.
-func TestBadSecretTemplatesAreReportedWithoutLeaking(t *testing.T) {
+func badSecretTemplatesAreReportedWithoutLeaking(t *testing.T, b *backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newServer(t, pg, nil)
+	s := b.newServer(t, nil)
 	ns := newNamespace(t, nil)
 
 	for spec, msg := range map[string]string{
@@ -190,12 +187,12 @@ func TestBadSecretTemplatesAreReportedWithoutLeaking(t *testing.T) {
 	got := waitReason(t, d, ReasonInvalidSecretTemplate)
 	g.Expect(got.Status.Phase).To(Equal(datav1alpha1.PhaseFailed))
 	g.Expect(condition(g, d, datav1alpha1.ConditionReady).Message).To(ContainSubstring(`function "env" not defined`))
-	g.Expect(databaseExists(t, pg, got.Status.Database)).To(BeFalse())
+	g.Expect(b.databaseExists(t, got.Status.Database)).To(BeFalse())
 
 	patchSpec(t, d, `{"secretTemplate":{"HOME":null,"URL":"{{.Username}}@{{.Host}}"}}`)
 	got = waitReason(t, d, ReasonReady)
 	sec := secretOf(g, ns, "tmpl")
-	g.Expect(sec["URL"]).To(Equal(got.Status.Role + "@" + pg.Host))
+	g.Expect(sec["URL"]).To(Equal(got.Status.Role + "@" + b.host))
 	password := sec[datav1alpha1.SecretKeyPassword]
 
 	// Parses but fails when rendered with the password: the cause is not shown, and
@@ -213,12 +210,15 @@ func TestBadSecretTemplatesAreReportedWithoutLeaking(t *testing.T) {
 // The init SQL runs once, as the database's role, with its result in status; it is
 // not run again on later reconciles, nor by a reconciler started afresh (a
 // restarted manager), which knows only what status says.
-func TestInitRunsOnceAsTheDatabaseRole(t *testing.T) {
+func initRunsOnceAsTheDatabaseRole(t *testing.T, b *backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newServer(t, pg, nil)
+	s := b.newServer(t, nil)
 	ns := newNamespace(t, nil)
 	sql := "CREATE TABLE runs (at timestamptz DEFAULT now(), by_role text DEFAULT current_user);\nINSERT INTO runs DEFAULT VALUES;"
+	if b.engine == datav1alpha1.EngineMySQL {
+		sql = "CREATE TABLE runs (at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, by_role VARCHAR(100));\nINSERT INTO runs (by_role) VALUES (" + b.currentUser + ");"
+	}
 	cm := newConfigMap(t, ns, "schema", sql)
 	d := newDevDB(t, ns, "seeded", s.Name, func(sp *datav1alpha1.DevDatabaseSpec) {
 		withInit("schema")(sp)
@@ -235,28 +235,30 @@ func TestInitRunsOnceAsTheDatabaseRole(t *testing.T) {
 	g.Eventually(func(g Gomega) { g.Expect(reasonsOf(g, d)).To(ContainElement(ReasonInitSucceeded)) }, timeout, poll).Should(Succeed())
 
 	runs := func() (int, string) {
-		conn, err := connectAs(ctx, secretOf(g, ns, "seeded"), "")
+		conn, err := b.connect(ctx, secretOf(g, ns, "seeded"), "")
 		g.Expect(err).NotTo(HaveOccurred())
-		defer conn.Close(ctx)
-		var n int
-		var by string
-		g.Expect(conn.QueryRow(ctx, "SELECT count(*), max(by_role) FROM runs").Scan(&n, &by)).To(Succeed())
+		defer conn.Close()
+		n, err := conn.Int(ctx, "SELECT count(*) FROM runs")
+		g.Expect(err).NotTo(HaveOccurred())
+		by, err := conn.String(ctx, "SELECT max(by_role) FROM runs")
+		g.Expect(err).NotTo(HaveOccurred())
 		return n, by
 	}
 	n, by := runs()
 	g.Expect(n).To(Equal(1))
 	g.Expect(by).To(Equal(got.Status.Role), "the SQL ran as the database's role")
 	// The ReadOnly user reads the table the init SQL made (the role's default privileges).
-	ro, err := connectAs(ctx, secretOf(g, ns, "seeded-ro"), "")
+	ro, err := b.connect(ctx, secretOf(g, ns, "seeded-ro"), "")
 	g.Expect(err).NotTo(HaveOccurred())
-	defer ro.Close(ctx)
-	g.Expect(ro.QueryRow(ctx, "SELECT count(*) FROM runs").Scan(&n)).To(Succeed())
+	defer ro.Close()
+	_, err = ro.Int(ctx, "SELECT count(*) FROM runs")
+	g.Expect(err).NotTo(HaveOccurred())
 
 	// Later reconciles, a changed ConfigMap, and a reconciler with no memory.
 	cm.Data["init.sql"] = "INSERT INTO runs DEFAULT VALUES;"
 	g.Expect(k.Update(ctx, cm)).To(Succeed())
 	poke(t, d)
-	connector := postgres.NewConnector()
+	connector := engine.Engines{string(datav1alpha1.EnginePostgres): postgres.NewConnector(), string(datav1alpha1.EngineMySQL): mysql.NewConnector()}
 	defer connector.Close()
 	fresh := &Reconciler{Client: k, APIReader: k, Connector: connector, Clock: clk, Namespace: managerNamespace}
 	for range 3 {
@@ -274,30 +276,48 @@ func TestInitRunsOnceAsTheDatabaseRole(t *testing.T) {
 // The init SQL has the database role's rights, never the admin's: creating a
 // superuser fails, the whole transaction is rolled back, the failure is reported
 // (InitFailed) and the SQL is not run again.
-func TestInitCannotUseTheAdminsRights(t *testing.T) {
+//
+// On MySQL, which commits DDL at once, the table the SQL made before the failure
+// stays (and the message says so); its rows are rolled back.
+func initCannotUseTheAdminsRights(t *testing.T, b *backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newServer(t, pg, nil)
+	s := b.newServer(t, nil)
 	ns := newNamespace(t, nil)
 	evil := uniq("evil")
 	evil = strings.ReplaceAll(evil, "-", "_")
-	newConfigMap(t, ns, "sneaky", "CREATE TABLE planted (id int);\nCREATE ROLE "+evil+" SUPERUSER LOGIN PASSWORD 'x';")
+	sneaky := "CREATE TABLE planted (id int);\nCREATE ROLE " + evil + " SUPERUSER LOGIN PASSWORD 'x';"
+	if b.engine == datav1alpha1.EngineMySQL {
+		// An account written straight into the grant table, rather than CREATE USER:
+		// MySQL commits implicitly before CREATE USER (as before DDL), which would
+		// keep the row before it whatever the privilege check says.
+		sneaky = "CREATE TABLE planted (id int);\nINSERT INTO planted VALUES (1);\nINSERT INTO mysql.global_priv (Host, User, Priv) VALUES ('%', '" + evil + "', '{}');"
+	}
+	newConfigMap(t, ns, "sneaky", sneaky)
 	d := newDevDB(t, ns, "sneaky", s.Name, withInit("sneaky"))
 	got := waitReason(t, d, ReasonInitFailed)
 	g.Expect(got.Status.Phase).To(Equal(datav1alpha1.PhaseFailed))
 	g.Expect(got.Status.Init.State).To(Equal(datav1alpha1.InitFailedState))
-	g.Expect(got.Status.Init.Message).To(MatchRegexp(`must be superuser|permission denied`))
+	g.Expect(got.Status.Init.Message).To(MatchRegexp(`must be superuser|permission denied|command denied`))
 	c := condition(g, d, datav1alpha1.ConditionInitialized)
 	g.Expect(c.Reason).To(Equal(ReasonInitFailed))
-	g.Expect(roleExists(t, pg, evil)).To(BeFalse())
-	conn, err := connectAs(ctx, secretOf(g, ns, "sneaky"), "")
+	g.Expect(b.roleExists(t, evil)).To(BeFalse())
+	conn, err := b.connect(ctx, secretOf(g, ns, "sneaky"), "")
 	g.Expect(err).NotTo(HaveOccurred())
-	defer conn.Close(ctx)
-	var n int
-	g.Expect(conn.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename = 'planted'").Scan(&n)).To(Succeed())
-	g.Expect(n).To(Equal(0), "the failed run was rolled back")
-	g.Expect(fmt.Sprintf("%+v", got.Status)).NotTo(ContainSubstring(pg.Username))
-	notLeaked(g, d, secretOf(g, ns, "sneaky")[datav1alpha1.SecretKeyPassword], pg.Password)
+	defer conn.Close()
+	n, err := conn.Int(ctx, fmt.Sprintf(b.tableExists, "planted"))
+	g.Expect(err).NotTo(HaveOccurred())
+	if b.engine == datav1alpha1.EngineMySQL {
+		g.Expect(n).To(Equal(1), "MySQL committed the CREATE TABLE at once")
+		g.Expect(got.Status.Init.Message).To(ContainSubstring("stays applied"))
+		rows, err := conn.Int(ctx, "SELECT count(*) FROM planted")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(rows).To(Equal(0), "the failed run's rows were rolled back")
+	} else {
+		g.Expect(n).To(Equal(0), "the failed run was rolled back")
+	}
+	g.Expect(fmt.Sprintf("%+v", got.Status)).NotTo(ContainSubstring(b.username))
+	notLeaked(g, d, secretOf(g, ns, "sneaky")[datav1alpha1.SecretKeyPassword], b.password)
 	finished := got.Status.Init.FinishedAt
 	poke(t, d)
 	g.Consistently(func(g Gomega) {
@@ -308,10 +328,14 @@ func TestInitCannotUseTheAdminsRights(t *testing.T) {
 // A run recorded as Running whose answer was lost (a restart between the SQL and
 // the status write) is settled by asking the server about its transaction; the
 // SQL itself is not sent again. A ConfigMap that is missing is waited for.
-func TestInitInterruptedIsSettledFromTheServer(t *testing.T) {
+func initInterruptedIsSettledFromTheServer(t *testing.T, b *backend) {
+	if b.engine == datav1alpha1.EngineMySQL {
+		initInterruptedIsSettledFromTheProcessList(t, b)
+		return
+	}
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newServer(t, pg, nil)
+	s := b.newServer(t, nil)
 	ns := newNamespace(t, nil)
 	admin := adminConn(t, pg)
 	var committed, aborted string
@@ -338,11 +362,11 @@ func TestInitInterruptedIsSettledFromTheServer(t *testing.T) {
 			in := getDevDB(g, d).Status.Init
 			g.Expect(in.State).To(Equal(want))
 		}, timeout, poll).Should(Succeed())
-		conn, err := connectAs(ctx, secretOf(g, ns, name), "")
+		conn, err := b.connect(ctx, secretOf(g, ns, name), "")
 		g.Expect(err).NotTo(HaveOccurred())
-		var n int
-		g.Expect(conn.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename = 'ran'").Scan(&n)).To(Succeed())
-		conn.Close(ctx)
+		n, err := conn.Int(ctx, fmt.Sprintf(b.tableExists, "ran"))
+		g.Expect(err).NotTo(HaveOccurred())
+		conn.Close()
 		g.Expect(n).To(Equal(0), "the SQL was sent again")
 		if want == datav1alpha1.InitFailedState {
 			g.Expect(getDevDB(g, d).Status.Init.Message).To(ContainSubstring("Interrupted"))
@@ -353,12 +377,52 @@ func TestInitInterruptedIsSettledFromTheServer(t *testing.T) {
 	}
 }
 
-// deletionProtected: the API server refuses the deletion, with a message that says
-// how to lift it; lifted, the deletion goes through and the database is dropped.
-func TestDeletionProtection(t *testing.T) {
+// On MySQL, which keeps no record of past transactions, a run recorded as Running
+// is InitRunning while its session (status.init.transaction, its CONNECTION_ID())
+// is in the server's process list, and Failed ("can no longer say") once it is
+// not; the SQL is not sent again.
+func initInterruptedIsSettledFromTheProcessList(t *testing.T, b *backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newServer(t, pg, nil)
+	s := b.newServer(t, nil)
+	ns := newNamespace(t, nil)
+	name := uniq("crash")
+	d := newDevDB(t, ns, name, s.Name, withInit(name))
+	got := waitReason(t, d, ReasonInitSourceNotFound)
+	// A session of the database's user stands for the run's, still open.
+	session, err := b.connect(ctx, secretOf(g, ns, name), "")
+	g.Expect(err).NotTo(HaveOccurred())
+	id, err := session.String(ctx, "SELECT CAST(CONNECTION_ID() AS CHAR)")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		cur := getDevDB(g, got)
+		cur.Status.Init = &datav1alpha1.DevDatabaseInitStatus{State: datav1alpha1.InitRunning, ConfigMap: name, Key: "init.sql", Transaction: id}
+		g.Expect(k.Status().Update(ctx, cur)).To(Succeed())
+	}, timeout, poll).Should(Succeed())
+	newConfigMap(t, ns, name, "CREATE TABLE ran (id int);")
+	poke(t, d)
+	waitReason(t, d, ReasonInitRunning)
+	g.Expect(getDevDB(g, d).Status.Init.State).To(Equal(datav1alpha1.InitRunning))
+	session.Close()
+	waitReason(t, d, ReasonInitFailed)
+	in := getDevDB(g, d).Status.Init
+	g.Expect(in.State).To(Equal(datav1alpha1.InitFailedState))
+	g.Expect(in.Message).To(ContainSubstring("Interrupted"))
+	g.Expect(in.Message).To(ContainSubstring("can no longer say"))
+	conn, err := b.connect(ctx, secretOf(g, ns, name), "")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer conn.Close()
+	n, err := conn.Int(ctx, fmt.Sprintf(b.tableExists, "ran"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(Equal(0), "the SQL was sent again")
+}
+
+// deletionProtected: the API server refuses the deletion, with a message that says
+// how to lift it; lifted, the deletion goes through and the database is dropped.
+func deletionProtection(t *testing.T, b *backend) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := b.newServer(t, nil)
 	ns := newNamespace(t, nil)
 	d := newDevDB(t, ns, "precious", s.Name, func(sp *datav1alpha1.DevDatabaseSpec) { sp.DeletionProtected = true })
 	got := waitReason(t, d, ReasonReady)
@@ -375,7 +439,7 @@ func TestDeletionProtection(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("DevDatabase " + ns + "/precious is deletion-protected")))
 	g.Expect(err).To(MatchError(ContainSubstring(`kubectl patch devdatabase precious -n ` + ns + ` --type merge -p '{"spec":{"deletionProtected":false}}'`)))
 	g.Expect(getDevDB(g, d).DeletionTimestamp).To(BeNil())
-	g.Expect(databaseExists(t, pg, got.Status.Database)).To(BeTrue())
+	g.Expect(b.databaseExists(t, got.Status.Database)).To(BeTrue())
 
 	// An unprotected DevDatabase is not affected.
 	plain := newDevDB(t, ns, "plain", s.Name, nil)
@@ -385,7 +449,7 @@ func TestDeletionProtection(t *testing.T) {
 	patchSpec(t, d, `{"deletionProtected":false}`)
 	g.Eventually(func() error { return k.Delete(ctx, got.DeepCopy()) }, timeout, poll).Should(Succeed())
 	waitGone(t, d)
-	g.Expect(databaseExists(t, pg, got.Status.Database)).To(BeFalse())
+	g.Expect(b.databaseExists(t, got.Status.Database)).To(BeFalse())
 
 	// The manager puts the policy back when it is deleted (on its next pass; here
 	// the test applies it as the manager would, the pass being minutes apart).
@@ -394,10 +458,10 @@ func TestDeletionProtection(t *testing.T) {
 
 // A protected DevDatabase deleted anyway (here: protected after its deletion began,
 // while the server was unreachable) keeps its database until the flag is lifted.
-func TestDeletionProtectedKeepsTheDatabaseInTheFinalizer(t *testing.T) {
+func deletionProtectedKeepsTheDatabaseInTheFinalizer(t *testing.T, b *backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newServer(t, pg, nil)
+	s := b.newServer(t, nil)
 	ns := newNamespace(t, nil)
 	d := newDevDB(t, ns, "late", s.Name, nil)
 	got := waitReason(t, d, ReasonReady)
@@ -421,12 +485,12 @@ func TestDeletionProtectedKeepsTheDatabaseInTheFinalizer(t *testing.T) {
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.ObservedGeneration).To(Equal(cur.Generation))
 	}, timeout, poll).Should(Succeed())
-	patchServer(pg.Port)
+	patchServer(b.port)
 	waitReason(t, d, ReasonDeletionProtected)
-	g.Consistently(func() bool { return databaseExists(t, pg, got.Status.Database) }, 2*time.Second, 200*time.Millisecond).Should(BeTrue())
+	g.Consistently(func() bool { return b.databaseExists(t, got.Status.Database) }, 2*time.Second, 200*time.Millisecond).Should(BeTrue())
 
 	patchSpec(t, d, `{"deletionProtected":false}`)
-	g.Eventually(func() bool { return databaseExists(t, pg, got.Status.Database) }, timeout, poll).Should(BeFalse())
+	g.Eventually(func() bool { return b.databaseExists(t, got.Status.Database) }, timeout, poll).Should(BeFalse())
 	g.Expect(kit.RemoveFinalizer(ctx, k, k, getDevDB(g, d), "test.orderly.dev/hold")).To(Succeed())
 	waitGone(t, d)
 }

@@ -13,10 +13,10 @@ import (
 
 // A DevDatabase's series go when it goes, and a DatabaseServer's per-server counters
 // when the server goes: series of deleted objects do not pile up.
-func TestMetricSeriesGoWithTheirObjects(t *testing.T) {
+func metricSeriesGoWithTheirObjects(t *testing.T, b *backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newServer(t, pg, nil)
+	s := b.newServer(t, nil)
 	ns := newNamespace(t, nil)
 	d := newDevDB(t, ns, "metered", s.Name, nil)
 	waitReason(t, d, ReasonReady)

@@ -4,6 +4,8 @@ package devdatabase
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/url"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +29,7 @@ import (
 	"orderly.dev/orderly/internal/controller/data/engine/postgres"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
+	"orderly.dev/orderly/internal/testmysql"
 	"orderly.dev/orderly/internal/testpg"
 )
 
@@ -94,7 +98,7 @@ SELECT lower('Sloppy'::varchar);
 // calls lower(varchar). Run as the admin in the owner's database, that would make
 // the owner a superuser. The request is refused, and an extension asked for at
 // creation is created before the role can log in, in a schema it cannot write.
-func TestTheOwnerCannotHaveTheAdminRunItsCode(t *testing.T) {
+func theOwnerCannotHaveTheAdminRunItsCode(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	srv := startServer(t, testpg.WithExtension("sloppy", "default_version = '1.0'\nrelocatable = true\n", sloppyScript))
@@ -144,7 +148,7 @@ func TestTheOwnerCannotHaveTheAdminRunItsCode(t *testing.T) {
 }
 
 // Extensions come from the server's allow-list only; none when it is empty.
-func TestExtensionsComeFromTheServersAllowList(t *testing.T) {
+func extensionsComeFromTheServersAllowList(t *testing.T) {
 	s := newServer(t, pg, func(sp *datav1alpha1.DatabaseServerSpec) { sp.AllowedExtensions = []string{"pgcrypto"} })
 	none := newServer(t, pg, nil)
 	ns := newNamespace(t, nil)
@@ -159,7 +163,7 @@ func TestExtensionsComeFromTheServersAllowList(t *testing.T) {
 
 // The database's owner cannot rewrite Orderly's marker (to keep its database past
 // the expiry, or to have it left behind), and its password stops at the expiry.
-func TestTheOwnerCannotKeepItsDatabasePastItsExpiry(t *testing.T) {
+func theOwnerCannotKeepItsDatabasePastItsExpiry(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	s := newServer(t, pg, nil)
@@ -186,9 +190,9 @@ func TestTheOwnerCannotKeepItsDatabasePastItsExpiry(t *testing.T) {
 
 // maxTTL is the controller's rule, not only the CLI's: a ttl raised by hand past it
 // does not keep the database, and the status says when it goes and why.
-func TestMaxTTLHoldsWhenTheTTLIsRaisedByHand(t *testing.T) {
+func maxTTLHoldsWhenTheTTLIsRaisedByHand(t *testing.T, b *backend) {
 	g := NewWithT(t)
-	s := newServer(t, pg, func(sp *datav1alpha1.DatabaseServerSpec) { sp.MaxTTL = metav1.Duration{Duration: 48 * time.Hour} })
+	s := b.newServer(t, func(sp *datav1alpha1.DatabaseServerSpec) { sp.MaxTTL = metav1.Duration{Duration: 48 * time.Hour} })
 	ns := newNamespace(t, nil)
 	d := newDevDB(t, ns, "forever", s.Name, nil)
 	got := waitReason(t, d, ReasonReady)
@@ -210,14 +214,14 @@ func TestMaxTTLHoldsWhenTheTTLIsRaisedByHand(t *testing.T) {
 	poke(t, d)
 	got = waitReason(t, d, ReasonExpired)
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, datav1alpha1.ConditionReady).Message).To(ContainSubstring("maxTTL"))
-	g.Expect(databaseExists(t, pg, got.Status.Database)).To(BeFalse())
+	g.Expect(b.databaseExists(t, got.Status.Database)).To(BeFalse())
 }
 
 // A server that stops answering after the login (or never answers) costs each
 // reconcile its deadline: the DevDatabases on it say so, and a DevDatabase on a
 // healthy server is served meanwhile, though there are more of the former than
 // workers (4 in this suite).
-func TestHungServersHoldNoWorker(t *testing.T) {
+func hungServersHoldNoWorker(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	stalling, err := testpg.Stalling()
@@ -270,7 +274,7 @@ func TestHungServersHoldNoWorker(t *testing.T) {
 
 // Whoever may create a DatabaseServer cannot have Orderly read a Secret in another
 // namespace and send its password to a host of their choosing.
-func TestCredentialsAreReadFromTheManagersNamespaceOnly(t *testing.T) {
+func credentialsAreReadFromTheManagersNamespaceOnly(t *testing.T, b *backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	catcher, err := testpg.PasswordCatcher()
@@ -280,8 +284,10 @@ func TestCredentialsAreReadFromTheManagersNamespaceOnly(t *testing.T) {
 	victim := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "prod-db"},
 		StringData: map[string]string{"username": "app", "password": "team-secret-password"}}
 	g.Expect(k.Create(ctx, victim)).To(Succeed())
+	// The catcher speaks PostgreSQL's protocol; Orderly must not connect at all,
+	// whatever the engine.
 	s := &datav1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: uniq("exfil")}, Spec: datav1alpha1.DatabaseServerSpec{
-		Host: catcher.Host, Port: catcher.Port, SSLMode: "disable",
+		Engine: b.engine, Host: catcher.Host, Port: catcher.Port, SSLMode: "disable",
 		AdminCredentialsSecretRef: datav1alpha1.SecretReference{Namespace: team, Name: "prod-db"},
 	}}
 	g.Expect(k.Create(ctx, s)).To(Succeed())
@@ -302,7 +308,7 @@ func TestCredentialsAreReadFromTheManagersNamespaceOnly(t *testing.T) {
 // With the server's CA, Orderly verifies the server (verify-full) and hands the CA
 // to the workloads; with the wrong CA it does not connect; without one, the
 // condition TLSVerified warns that the admin password could be intercepted.
-func TestTheServerIsVerifiedWithItsCA(t *testing.T) {
+func theServerIsVerifiedWithItsCA(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	srv := startServer(t, testpg.WithTLS())
@@ -399,10 +405,10 @@ func TestTheCacheHoldsNothingOfForgedSecretsButTheirNames(t *testing.T) {
 
 // A password read back from the connection Secret is used only when it has the
 // form Orderly generates; anything else written there is replaced by a new one.
-func TestAPasswordWrittenIntoTheSecretIsReplaced(t *testing.T) {
+func aPasswordWrittenIntoTheSecretIsReplaced(t *testing.T, b *backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newServer(t, pg, nil)
+	s := b.newServer(t, nil)
 	ns := newNamespace(t, nil)
 	waitReason(t, newDevDB(t, ns, "app", s.Name, nil), ReasonReady)
 	patch := []byte(`{"stringData":{"password":"hunter2'; ALTER ROLE x SUPERUSER; --"}}`)
@@ -412,15 +418,15 @@ func TestAPasswordWrittenIntoTheSecretIsReplaced(t *testing.T) {
 		data = secretOf(g, ns, "app")
 		g.Expect(data[datav1alpha1.SecretKeyPassword]).To(MatchRegexp(`^[A-Z2-7]{26}$`))
 	}, timeout, poll).Should(Succeed())
-	c, err := connectAs(ctx, data, "")
+	c, err := b.connect(ctx, data, "")
 	g.Expect(err).NotTo(HaveOccurred(), "the new password is the role's")
-	_ = c.Close(ctx)
+	c.Close()
 }
 
 // After the DatabaseServer's host changes, Orderly neither creates a new database
 // on the new server (orphaning the one on the old) nor "drops" it there and lets
 // the DevDatabase go; it says so until someone decides.
-func TestAChangeOfServerIsRefused(t *testing.T) {
+func aChangeOfServerIsRefused(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	other := startServer(t)
@@ -461,11 +467,11 @@ func TestAChangeOfServerIsRefused(t *testing.T) {
 
 // What the DevDatabase's users read (status, Events) does not name the server's
 // admin user or its Secrets, whatever went wrong.
-func TestStatusAndEventsDoNotNameTheAdmin(t *testing.T) {
+func statusAndEventsDoNotNameTheAdmin(t *testing.T, b *backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	wrong := newServer(t, &testpg.Server{Host: pg.Host, Port: pg.Port, Username: pg.Username, Password: "not-the-password"}, nil)
-	missing := newServer(t, pg, func(sp *datav1alpha1.DatabaseServerSpec) {
+	wrong := registerServer(t, b.engine, b.host, b.port, b.username, "not-the-password", nil)
+	missing := b.newServer(t, func(sp *datav1alpha1.DatabaseServerSpec) {
 		sp.AdminCredentialsSecretRef = datav1alpha1.SecretReference{Namespace: managerNamespace, Name: "no-such-admin-secret"}
 	})
 	ns := newNamespace(t, nil)
@@ -480,7 +486,7 @@ func TestStatusAndEventsDoNotNameTheAdmin(t *testing.T) {
 		for _, e := range eventsFor(g, got) {
 			seen += "\n" + e.Note
 		}
-		for _, secret := range []string{pg.Username, tc.server.Spec.AdminCredentialsSecretRef.Name, "not-the-password"} {
+		for _, secret := range []string{b.username, tc.server.Spec.AdminCredentialsSecretRef.Name, "not-the-password"} {
 			g.Expect(seen).NotTo(ContainSubstring(secret))
 		}
 		_ = ctx
@@ -489,11 +495,11 @@ func TestStatusAndEventsDoNotNameTheAdmin(t *testing.T) {
 
 // A DevDatabase whose server is gone for good is let go with the annotation
 // data.orderly.dev/abandon, and a Warning Event says what was left behind.
-func TestAbandonLetsGoWhenTheServerIsGoneForGood(t *testing.T) {
+func abandonLetsGoWhenTheServerIsGoneForGood(t *testing.T, b *backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	doomed := startServer(t)
-	s := newServer(t, doomed, nil)
+	doomed := b.throwaway(t)
+	s := doomed.newServer(t, nil)
 	ns := newNamespace(t, nil)
 	d := newDevDB(t, ns, "orphan", s.Name, nil)
 	got := waitReason(t, d, ReasonReady)
@@ -516,4 +522,67 @@ func TestAbandonLetsGoWhenTheServerIsGoneForGood(t *testing.T) {
 	}, timeout, poll).Should(Succeed())
 	err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orphan"}, &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+}
+
+// theMariaDBServerIsVerifiedWithItsCA is theServerIsVerifiedWithItsCA on a MariaDB
+// that requires TLS (require_secure_transport): with the server's CA Orderly
+// verifies it (verify-full) and hands the CA to the workloads, whose DSN and URI
+// say so; with the wrong CA it does not connect; with prefer it connects over TLS
+// without checking, and TLSVerified says so.
+func theMariaDBServerIsVerifiedWithItsCA(t *testing.T, b *backend) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	srv, err := testmysql.Start(testmysql.WithTLS())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(srv.Close)
+	caSecret := func(pem []byte) string {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: uniq("ca")}, Data: map[string][]byte{"ca.crt": pem}}
+		g.Expect(k.Create(ctx, sec)).To(Succeed())
+		t.Cleanup(func() { _ = k.Delete(context.Background(), sec) })
+		return sec.Name
+	}
+	register := func(mutate func(*datav1alpha1.DatabaseServerSpec)) *datav1alpha1.DatabaseServer {
+		return registerServer(t, b.engine, srv.Host, srv.Port, srv.Username, srv.Password, mutate)
+	}
+	verified := register(func(sp *datav1alpha1.DatabaseServerSpec) {
+		sp.SSLMode = ""
+		sp.CASecretRef = &datav1alpha1.SecretReference{Name: caSecret(srv.CACert)}
+	})
+	serverCondition(t, verified.Name, datav1alpha1.ConditionReachable, metav1.ConditionTrue, "Reachable")
+	serverCondition(t, verified.Name, datav1alpha1.ConditionTLSVerified, metav1.ConditionTrue, "Verified")
+
+	ns := newNamespace(t, nil)
+	settle(t, ns)
+	waitReason(t, newDevDB(t, ns, "tls", verified.Name, nil), ReasonReady)
+	data := secretOf(g, ns, "tls")
+	g.Expect(data[datav1alpha1.SecretKeyCACert]).To(Equal(string(srv.CACert)))
+	g.Expect(data[datav1alpha1.SecretKeyURI]).To(ContainSubstring("ssl-mode=VERIFY_IDENTITY"))
+	// A workload registers a TLS config with ca.crt under a name of its own and
+	// puts it in the DSN's tls=.
+	cfg, err := gomysql.ParseDSN(data[datav1alpha1.SecretKeyDSN])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.TLSConfig).To(Equal("true"))
+	roots := x509.NewCertPool()
+	g.Expect(roots.AppendCertsFromPEM([]byte(data[datav1alpha1.SecretKeyCACert]))).To(BeTrue())
+	g.Expect(gomysql.RegisterTLSConfig("devdb-test", &tls.Config{RootCAs: roots, ServerName: srv.Host, MinVersion: tls.VersionTLS12})).To(Succeed())
+	cfg.TLSConfig = "devdb-test"
+	conn, err := openMySQL(ctx, cfg.FormatDSN(), "")
+	g.Expect(err).NotTo(HaveOccurred())
+	conn.Close()
+
+	other, err := testpg.OtherCA()
+	g.Expect(err).NotTo(HaveOccurred())
+	impostor := register(func(sp *datav1alpha1.DatabaseServerSpec) {
+		sp.SSLMode = ""
+		sp.CASecretRef = &datav1alpha1.SecretReference{Namespace: managerNamespace, Name: caSecret(other)}
+	})
+	c := serverCondition(t, impostor.Name, datav1alpha1.ConditionReachable, metav1.ConditionFalse, "Unreachable")
+	g.Expect(c.Message).To(ContainSubstring("certificate"))
+
+	unverified := register(func(sp *datav1alpha1.DatabaseServerSpec) { sp.SSLMode = "prefer" })
+	serverCondition(t, unverified.Name, datav1alpha1.ConditionReachable, metav1.ConditionTrue, "Reachable")
+	serverCondition(t, unverified.Name, datav1alpha1.ConditionTLSVerified, metav1.ConditionFalse, "Unverified")
+
+	plain := register(func(sp *datav1alpha1.DatabaseServerSpec) { sp.SSLMode = "disable" })
+	serverCondition(t, plain.Name, datav1alpha1.ConditionReachable, metav1.ConditionFalse, "Unreachable")
 }

@@ -31,10 +31,10 @@ func waitGone(t *testing.T, o client.Object) {
 
 // A DatabaseServer being deleted stays while DevDatabases use it, says which, takes
 // no new DevDatabases, and lets the ones being deleted drop their databases.
-func TestServerBeingDeletedWaitsForItsDevDatabases(t *testing.T) {
+func serverBeingDeletedWaitsForItsDevDatabases(t *testing.T, be *backend) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newServer(t, pg, nil)
+	s := be.newServer(t, nil)
 	ns := newNamespace(t, nil)
 	a := waitReason(t, newDevDB(t, ns, "a", s.Name, nil), ReasonReady)
 	b := waitReason(t, newDevDB(t, ns, "b", s.Name, nil), ReasonReady)
@@ -57,8 +57,8 @@ func TestServerBeingDeletedWaitsForItsDevDatabases(t *testing.T) {
 	g.Expect(getDevDB(g, a).Status.Phase).To(Equal(datav1alpha1.PhaseReady))
 	late := waitReason(t, newDevDB(t, ns, "late", s.Name, nil), ReasonServerDeleting)
 	g.Expect(late.Status.Phase).To(Equal(datav1alpha1.PhasePending))
-	g.Expect(databaseExists(t, pg, late.Status.Database)).To(BeFalse())
-	g.Expect(roleExists(t, pg, late.Status.Role)).To(BeFalse())
+	g.Expect(be.databaseExists(t, late.Status.Database)).To(BeFalse())
+	g.Expect(be.roleExists(t, late.Status.Role)).To(BeFalse())
 	err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "late"}, &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	g.Eventually(func(g Gomega) {
@@ -69,8 +69,8 @@ func TestServerBeingDeletedWaitsForItsDevDatabases(t *testing.T) {
 	// Deleting a DevDatabase still drops its database with the server's credentials.
 	g.Expect(k.Delete(ctx, a)).To(Succeed())
 	waitGone(t, a)
-	g.Expect(databaseExists(t, pg, a.Status.Database)).To(BeFalse())
-	g.Expect(roleExists(t, pg, a.Status.Role)).To(BeFalse())
+	g.Expect(be.databaseExists(t, a.Status.Database)).To(BeFalse())
+	g.Expect(be.roleExists(t, a.Status.Role)).To(BeFalse())
 	g.Eventually(func(g Gomega) {
 		c := meta.FindStatusCondition(getServer(g, s).Status.Conditions, datav1alpha1.ConditionReady)
 		g.Expect(c.Message).To(ContainSubstring("waiting for 2 DevDatabase(s)"))
@@ -82,6 +82,6 @@ func TestServerBeingDeletedWaitsForItsDevDatabases(t *testing.T) {
 	g.Expect(k.Delete(ctx, late)).To(Succeed())
 	waitGone(t, b)
 	waitGone(t, late)
-	g.Expect(databaseExists(t, pg, b.Status.Database)).To(BeFalse())
+	g.Expect(be.databaseExists(t, b.Status.Database)).To(BeFalse())
 	waitGone(t, s)
 }

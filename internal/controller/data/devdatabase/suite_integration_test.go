@@ -15,10 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/controller/data/databaseserver"
+	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/controller/data/engine/mysql"
 	"orderly.dev/orderly/internal/controller/data/engine/postgres"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testmysql"
 	"orderly.dev/orderly/internal/testpg"
 )
 
@@ -28,6 +32,8 @@ var (
 	k client.Client
 	// pg is the real PostgreSQL server the tests' DatabaseServer points at.
 	pg *testpg.Server
+	// maria is the MariaDB server of the table's mariadb backend.
+	maria *testmysql.Server
 	// clk is the controllers' clock: real time until a test sets it.
 	clk = &testClock{}
 	// env is the test API server.
@@ -73,15 +79,24 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "starting PostgreSQL for the tests:", err)
 		os.Exit(1)
 	}
+	if maria, err = testmysql.Start(); err != nil {
+		pg.Close()
+		fmt.Fprintln(os.Stderr, "starting MariaDB for the tests:", err)
+		os.Exit(1)
+	}
+	pgBackend, mariaBackend = newPGBackend(pg), newMariaBackend(maria)
+	backends = []*backend{pgBackend, mariaBackend}
 	testenv.Main(m, func(e *testenv.Env) (func(), error) {
 		k, env = e.Client, e
 		if err := k.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
 			return nil, err
 		}
-		connector := postgres.NewConnector()
+		pgConnector, myConnector := postgres.NewConnector(), mysql.NewConnector()
 		// Short enough that the tests of hung servers see reconciles end soon, long
 		// enough for every statement of the other tests on a busy machine.
-		connector.Timeouts = postgres.Timeouts{Statement: 5 * time.Second, Lock: 2 * time.Second, Grace: time.Second}
+		pgConnector.Timeouts = postgres.Timeouts{Statement: 5 * time.Second, Lock: 2 * time.Second, Grace: time.Second}
+		myConnector.Timeouts = mysql.Timeouts{Statement: 5 * time.Second, Lock: 2 * time.Second, Grace: time.Second}
+		connector := engine.Engines{string(datav1alpha1.EnginePostgres): pgConnector, string(datav1alpha1.EngineMySQL): myConnector}
 		stop, err := e.StartManager(kit.Deps{Clock: clk, Databases: connector, Namespace: managerNamespace, Options: controller.Options{MaxConcurrentReconciles: 4}},
 			[]kit.Controller{Controller, databaseserver.Controller})
 		return func() {
@@ -90,6 +105,7 @@ func TestMain(m *testing.M) {
 			}
 			connector.Close()
 			pg.Close()
+			maria.Close()
 		}, err
 	})
 }

@@ -134,3 +134,20 @@ func NamesFor(kind, uid string) (database, role string) {
 	}
 	return database, role
 }
+
+// MySQLUserPrefix starts the names of a DevDatabase's extra users (spec.users) on
+// mysql servers; main users start with "orderly_", so neither is ever the other.
+const MySQLUserPrefix = "ou_"
+
+// UserRoleFor is UserRole for a server of engine kind. On mysql the name must fit
+// MySQL's 32 characters: "ou_", 12 hex digits of the SHA-256 of the UID (as in
+// NamesFor), '_' and the user's name with '-' as '_' (at most 16): 32 at most.
+// Names have no '_' of their own (spec.users[].name is [a-z0-9-]), so the user's
+// name is read back exactly from the role. For postgres exactly UserRole.
+func UserRoleFor(kind, uid, name string) string {
+	if kind != string(datav1alpha1.EngineMySQL) {
+		return UserRole(uid, name)
+	}
+	sum := sha256.Sum256([]byte(strings.ReplaceAll(strings.ToLower(uid), "-", "")))
+	return MySQLUserPrefix + hex.EncodeToString(sum[:])[:12] + "_" + strings.ReplaceAll(name, "-", "_")
+}

@@ -28,6 +28,8 @@
 //   - MySQL has no VALID UNTIL: PASSWORD EXPIRE counts whole days from the last
 //     change and lets the user set a new password itself. The expiry is Orderly's
 //     drop, which locks the account (ACCOUNT LOCK) before killing its connections.
+//   - Extra users (spec.users) are recorded and granted on the database only
+//     (users.go); the init SQL runs as the database's own user (init.go).
 package mysql
 
 import (
@@ -106,10 +108,14 @@ type Timeouts struct {
 	// Grace is how much longer than the server's own timeout Orderly waits for an
 	// answer. Default 2 s.
 	Grace time.Duration
+	// Init is the time spec.init's SQL may run: its session's max_statement_time on
+	// MariaDB, and on both servers Orderly kills the session at Init plus Grace.
+	// Default 1 min.
+	Init time.Duration
 }
 
 // DefaultTimeouts are the timeouts of a Connector that sets none.
-var DefaultTimeouts = Timeouts{Statement: 30 * time.Second, Lock: 5 * time.Second, Clone: 10 * time.Minute, Grace: 2 * time.Second}
+var DefaultTimeouts = Timeouts{Statement: 30 * time.Second, Lock: 5 * time.Second, Clone: 10 * time.Minute, Grace: 2 * time.Second, Init: time.Minute}
 
 func (t Timeouts) withDefaults() Timeouts {
 	if t.Statement <= 0 {
@@ -123,6 +129,9 @@ func (t Timeouts) withDefaults() Timeouts {
 	}
 	if t.Grace <= 0 {
 		t.Grace = DefaultTimeouts.Grace
+	}
+	if t.Init <= 0 {
+		t.Init = DefaultTimeouts.Init
 	}
 	return t
 }
@@ -303,6 +312,10 @@ type tuned struct {
 	driver.Connector
 	timeouts  Timeouts
 	statement time.Duration
+	// tenant: a session for the tenant's SQL (spec.init), which keeps the server's
+	// sql_mode and time zone, as the tenant's own sessions have them; only the
+	// timeouts are set.
+	tenant bool
 }
 
 func (c *tuned) Connect(ctx context.Context) (driver.Conn, error) {
@@ -310,7 +323,7 @@ func (c *tuned) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := tune(ctx, conn, c.timeouts, c.statement); err != nil {
+	if err := tune(ctx, conn, c.timeouts, c.statement, c.tenant); err != nil {
 		_ = conn.Close()
 		return nil, err
 	}
@@ -320,7 +333,7 @@ func (c *tuned) Connect(ctx context.Context) (driver.Conn, error) {
 // seconds is d in whole seconds, at least 1.
 func seconds(d time.Duration) int64 { return max(1, int64((d+time.Second-1)/time.Second)) }
 
-func tune(ctx context.Context, conn driver.Conn, t Timeouts, statement time.Duration) error {
+func tune(ctx context.Context, conn driver.Conn, t Timeouts, statement time.Duration, tenant bool) error {
 	q, ok1 := conn.(driver.QueryerContext)
 	x, ok2 := conn.(driver.ExecerContext)
 	if !ok1 || !ok2 {
@@ -337,8 +350,10 @@ func tune(ctx context.Context, conn driver.Conn, t Timeouts, statement time.Dura
 		return err
 	}
 	version := fmt.Sprint(asString(v[0]))
-	set := fmt.Sprintf("SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO', time_zone = '+00:00', lock_wait_timeout = %d, innodb_lock_wait_timeout = %d",
-		seconds(t.Lock), seconds(t.Lock))
+	set := fmt.Sprintf("SET SESSION lock_wait_timeout = %d, innodb_lock_wait_timeout = %d", seconds(t.Lock), seconds(t.Lock))
+	if !tenant {
+		set += ", sql_mode = 'NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO', time_zone = '+00:00'"
+	}
 	if isMariaDB(version) {
 		set += fmt.Sprintf(", max_statement_time = %.3f", statement.Seconds())
 	}
@@ -607,8 +622,12 @@ func (m *MySQL) claim(ctx context.Context, kind, name, uid, state string) (recor
 }
 
 func (m *MySQL) setState(ctx context.Context, name, uid, state string) error {
-	return m.exec(ctx, "recording the database's state", "UPDATE "+Ident(Schema)+".owners SET state = ? WHERE kind = ? AND name = ? AND owner_uid = ?",
-		state, kindDatabase, name, uid)
+	return m.setRecordState(ctx, kindDatabase, name, uid, state)
+}
+
+func (m *MySQL) setRecordState(ctx context.Context, kind, name, uid, state string) error {
+	return m.exec(ctx, "recording the "+kind+"'s state", "UPDATE "+Ident(Schema)+".owners SET state = ? WHERE kind = ? AND name = ? AND owner_uid = ?",
+		state, kind, name, uid)
 }
 
 func (m *MySQL) forget(ctx context.Context, kind, name, uid string) error {
@@ -662,6 +681,16 @@ func checkNames(db engine.Database) error {
 	if !validName.MatchString(db.Role) || len(db.Role) > engine.MySQLUserMax {
 		return fmt.Errorf("user name %q is not one Orderly makes for MySQL (a-z, 0-9, _, at most %d characters)", db.Role, engine.MySQLUserMax)
 	}
+	for _, u := range db.Users {
+		if !validName.MatchString(u.Role) || len(u.Role) > engine.MySQLUserMax || !strings.HasPrefix(u.Role, engine.MySQLUserPrefix) {
+			return fmt.Errorf("user name %q is not one Orderly makes for MySQL (%s, then a-z, 0-9, _, at most %d characters)", u.Role, engine.MySQLUserPrefix, engine.MySQLUserMax)
+		}
+		switch u.Access {
+		case engine.ReadOnly, engine.ReadWrite:
+		default:
+			return fmt.Errorf("user %s: access %q is neither ReadOnly nor ReadWrite", u.Name, u.Access)
+		}
+	}
 	return nil
 }
 
@@ -675,9 +704,6 @@ func (m *MySQL) Ensure(ctx context.Context, db engine.Database) (engine.EnsureRe
 	}
 	if len(db.Extensions) > 0 {
 		return res, fmt.Errorf("%w: %s: MySQL and MariaDB have no extensions", engine.ErrExtension, strings.Join(db.Extensions, ", "))
-	}
-	if len(db.Users) > 0 {
-		return res, errUsers
 	}
 	if err := m.prepare(ctx); err != nil {
 		return res, err
@@ -764,7 +790,8 @@ func (m *MySQL) Ensure(ctx context.Context, db engine.Database) (engine.EnsureRe
 			return res, err
 		}
 	}
-	return res, nil
+	res.UsersDropped, err = m.ensureUsers(ctx, db)
+	return res, err
 }
 
 // owned refuses a user or database with db's names that is not db's: one that
@@ -902,6 +929,11 @@ func (m *MySQL) Drop(ctx context.Context, db engine.Database, retain bool) (engi
 	if err := owned(st, db); err != nil {
 		return res, err
 	}
+	n, err := m.dropUsers(ctx, db, nil)
+	res.Terminated += n
+	if err != nil {
+		return res, err
+	}
 	u := userSpec(db.Role)
 	if st.userExists {
 		// Locked first, so that it cannot log in again between the kill and the drop.
@@ -980,20 +1012,6 @@ func (m *MySQL) kill(ctx context.Context, where string, arg string) (int, error)
 		}
 	}
 	return n, nil
-}
-
-// errUsers refuses spec.users, which this engine does not make yet.
-var errUsers = fmt.Errorf("%w: extra users (spec.users) are not supported on mysql servers yet", engine.ErrEngineUnsupported)
-
-// Init is not supported on mysql servers yet: MySQL commits DDL as it goes, so
-// the init SQL could not run in one transaction that is applied whole or not at all.
-func (m *MySQL) Init(context.Context, engine.Database, string, func(string) error) error {
-	return fmt.Errorf("%w: spec.init is not supported on mysql servers yet (MySQL commits each DDL statement at once, so the SQL could not be applied all or nothing)", engine.ErrEngineUnsupported)
-}
-
-// InitOutcome: Init never begins a transaction here.
-func (m *MySQL) InitOutcome(context.Context, string) (engine.TxnState, error) {
-	return engine.TxnUnknown, nil
 }
 
 // Ident quotes a MySQL identifier.

@@ -203,3 +203,32 @@ func TestEnginesDispatch(t *testing.T) {
 		t.Errorf("the mysql connector took postgres: %v", err)
 	}
 }
+
+// Extra users' names fit MySQL's 32 characters, never look like a main user's,
+// differ between DevDatabases and between users, and give back the user's name.
+func TestExtraUserNames(t *testing.T) {
+	uid := "5296e397-1b2c-4d5e-8f90-0123456789ab"
+	_, main := engine.NamesFor(Kind, uid)
+	long := engine.UserRoleFor(Kind, uid, "a-long-name-16ch")
+	if len(long) != engine.MySQLUserMax || !strings.HasPrefix(long, engine.MySQLUserPrefix) || strings.HasPrefix(long, "orderly_") {
+		t.Errorf("user %s (%d characters)", long, len(long))
+	}
+	if userNameOf(long) != "a-long-name-16ch" {
+		t.Errorf("userNameOf(%s) = %s", long, userNameOf(long))
+	}
+	other := engine.UserRoleFor(Kind, "5296e397-1b2c-4d5e-8f90-0123456789ac", "a-long-name-16ch")
+	if other == long || long == main || engine.UserRoleFor(Kind, uid, "b") == engine.UserRoleFor(Kind, uid, "c") {
+		t.Error("two users share a name")
+	}
+	if pg := engine.UserRoleFor("postgres", uid, "app-ro"); pg != engine.UserRole(uid, "app-ro") {
+		t.Errorf("postgres user names changed: %s", pg)
+	}
+	db := engine.Database{Name: "orderly_x", Role: main, Users: []engine.User{{Name: "a-long-name-16ch", Role: long, Access: engine.ReadOnly}}}
+	if err := checkNames(db); err != nil {
+		t.Error(err)
+	}
+	db.Users[0].Role = "orderly_" + long[3:]
+	if checkNames(db) == nil {
+		t.Error("an extra user named like a main user was accepted")
+	}
+}
