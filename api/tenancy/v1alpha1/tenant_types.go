@@ -22,6 +22,10 @@ const (
 	// carries AdoptAnnotation with its name), so a later Tenant of the same name does
 	// not inherit the namespaces of an earlier one.
 	OwnerUIDAnnotation = "tenancy.orderly.dev/owner-uid"
+	// PreventDeletionLabel is set to "true" on every namespace of a Tenant with
+	// spec.preventDeletion; a generated admission policy refuses to delete a namespace
+	// that carries it.
+	PreventDeletionLabel = "tenancy.orderly.dev/prevent-deletion"
 	// CostCenterLabel carries spec.costCenter on every tenant namespace.
 	CostCenterLabel = "cost-center"
 	// TenantAdminClusterRole is the ClusterRole bound to spec.owners in every namespace.
@@ -34,7 +38,53 @@ const (
 const (
 	OriginCreated = "created"
 	OriginAdopted = "adopted"
+	// OriginSelfService marks a namespace a tenant owner created through
+	// spec.selfService. Orderly did not create it, so it is never deleted by Orderly,
+	// whatever the deletionPolicy.
+	OriginSelfService = "self-service"
 )
+
+// SelfServiceVerb is the verb, on the tenants resource and by name, that the
+// ClusterRole Orderly generates for a Tenant with spec.selfService grants its owners:
+// the generated admission policy checks it (with the API server's authorizer) to let
+// an owner create namespaces for the tenants it owns, and no others.
+const SelfServiceVerb = "selfservice"
+
+// SelfServiceMarkerResource is a resource that does not exist: the generated
+// self-service ClusterRole grants create on it, so that the admission policy can tell
+// a requester who may create namespaces only through self-service (and must label
+// them for a tenant it owns) from a cluster administrator.
+const SelfServiceMarkerResource = "selfservicenamespaces"
+
+// TenantSelfService lets the tenant's owners create namespaces themselves.
+// +kubebuilder:validation:XValidation:rule="!(has(self.namePrefix) && has(self.namePattern))",message="set namePrefix or namePattern, not both"
+// +kubebuilder:validation:XValidation:rule="has(self.namePrefix) || has(self.namePattern)",message="selfService needs namePrefix or namePattern: the names the tenant's owners may give their namespaces"
+type TenantSelfService struct {
+	// maxNamespaces is how many namespaces the owners may create themselves (the
+	// namespaces listed in spec.namespaces do not count).
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MaxNamespaces int32 `json:"maxNamespaces"`
+
+	// namePrefix every self-service namespace name must start with, such as
+	// "payments-". It must not start with kube-.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][-a-z0-9]*$`
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('kube-')",message="kube-* namespaces belong to Kubernetes: namePrefix must not start with kube-"
+	NamePrefix string `json:"namePrefix,omitempty"`
+
+	// namePattern is an RE2 regular expression the whole name of every self-service
+	// namespace must match, such as "payments-(dev|test)-[a-z0-9]+". Names starting
+	// with kube- are refused whatever it says.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="''.matches(self) || !''.matches(self)",message="namePattern must be a valid RE2 regular expression"
+	NamePattern string `json:"namePattern,omitempty"`
+}
 
 // IsolationMode says which NetworkPolicy Orderly puts in each tenant namespace.
 // +kubebuilder:validation:Enum=Tenant;None
@@ -265,6 +315,83 @@ type TenantSpec struct {
 	// +optional
 	// +kubebuilder:default=Retain
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// selfService, when set, lets the owners create namespaces themselves: a namespace
+	// created with the label tenancy.orderly.dev/tenant=<tenant> is admitted only when
+	// the requester is one of the owners, its name fits namePrefix or namePattern and
+	// the tenant has fewer than maxNamespaces self-service namespaces (a generated
+	// ValidatingAdmissionPolicy decides, with the Tenant as its parameter). Orderly then
+	// gives it the tenant's RBAC, quota, limits and NetworkPolicy, as a listed
+	// namespace. Owners get the permission to create namespaces, and to delete their
+	// self-service namespaces, and nothing more. Self-service namespaces are never
+	// deleted by Orderly: removing selfService or the Tenant releases them.
+	// +optional
+	SelfService *TenantSelfService `json:"selfService,omitempty"`
+
+	// preventDeletion, when true, protects the Tenant and its namespaces: the API server
+	// refuses to delete them (a generated ValidatingAdmissionPolicy, with a message
+	// saying how to lift it) until it is set to false. Orderly labels each namespace
+	// of the tenant tenancy.orderly.dev/prevent-deletion=true while it is set. With it,
+	// deletionPolicy Delete does not delete a namespace removed from the list: it is
+	// released instead.
+	// +optional
+	PreventDeletion bool `json:"preventDeletion,omitempty"`
+
+	// allowed restricts the storage classes, ingress classes, priority classes,
+	// runtime classes and image registries that workloads in the tenant's namespaces
+	// may use; a generated ValidatingAdmissionPolicy (with the Tenant as its parameter)
+	// refuses the rest with a message naming what is allowed. A list left out allows
+	// anything.
+	// +optional
+	Allowed *TenantAllowed `json:"allowed,omitempty"`
+}
+
+// TenantAllowed lists what the tenant's workloads may use. Each list, when set,
+// replaces "anything" with its entries.
+type TenantAllowed struct {
+	// storageClasses PersistentVolumeClaims may name (spec.storageClassName, after the
+	// cluster's default class is filled in). A claim with no class is refused.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	StorageClasses []string `json:"storageClasses,omitempty"`
+
+	// ingressClasses Ingresses may name (spec.ingressClassName). An Ingress with no
+	// class is refused.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	IngressClasses []string `json:"ingressClasses,omitempty"`
+
+	// priorityClasses pods (and pod templates) may name in spec.priorityClassName. A
+	// pod that names none is admitted.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	PriorityClasses []string `json:"priorityClasses,omitempty"`
+
+	// runtimeClasses pods (and pod templates) may name in spec.runtimeClassName. A pod
+	// that names none is admitted.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	RuntimeClasses []string `json:"runtimeClasses,omitempty"`
+
+	// registries are the prefixes every container image of a pod (and pod template)
+	// must start with, such as "ghcr.io/acme/" or "registry.example.com/"; "*" stands
+	// for any characters but "/", as in "*.example.com/". Images without a registry
+	// are Docker Hub's: "nginx" is "docker.io/library/nginx".
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-zA-Z0-9.:/*_-]+$`
+	// +listType=set
+	Registries []string `json:"registries,omitempty"`
 }
 
 // NamespaceState is the state of one tenant namespace.
@@ -290,6 +417,10 @@ type TenantNamespaceStatus struct {
 	// +required
 	State NamespaceState `json:"state"`
 
+	// selfService is true for a namespace an owner created through spec.selfService.
+	// +optional
+	SelfService bool `json:"selfService,omitempty"`
+
 	// message explains a state other than Ready.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
@@ -308,6 +439,16 @@ const (
 	// ConditionRoleBindingsAllowed is False when additionalRoleBindings asks for a role
 	// that Tenants may not bind; those bindings are not created.
 	ConditionRoleBindingsAllowed = "RoleBindingsAllowed"
+	// ConditionSelfServiceReady is True when the admission policy, its binding and the
+	// owners' ClusterRole of spec.selfService are in place (and when selfService is not
+	// set and nothing of it is left).
+	ConditionSelfServiceReady = "SelfServiceReady"
+	// ConditionDeletionProtected is True when spec.preventDeletion is set and the
+	// admission policy that enforces it is in place (absent without preventDeletion).
+	ConditionDeletionProtected = "DeletionProtected"
+	// ConditionAllowedEnforced is True when spec.allowed is set and its admission
+	// policy is in place (absent without spec.allowed); its message says what is allowed.
+	ConditionAllowedEnforced = "AllowedEnforced"
 )
 
 // TenantStatus is the observed state of a Tenant.
@@ -316,22 +457,32 @@ type TenantStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// namespaceCount is the number of namespaces in the spec.
+	// namespaceCount is the number of namespaces of the tenant: those in the spec and
+	// the self-service ones.
 	// +optional
 	NamespaceCount int32 `json:"namespaceCount,omitempty"`
+
+	// selfServiceNamespaces is the number of namespaces the owners created through
+	// spec.selfService that Orderly has seen. The generated admission policy compares
+	// it with spec.selfService.maxNamespaces: a namespace created before Orderly counted
+	// the previous one can exceed the limit (see docs/tenant.md).
+	// +optional
+	SelfServiceNamespaces int32 `json:"selfServiceNamespaces,omitempty"`
 
 	// readyNamespaces is the number of namespaces whose state is Ready.
 	// +optional
 	ReadyNamespaces int32 `json:"readyNamespaces,omitempty"`
 
-	// namespaces is the state of each namespace in the spec.
+	// namespaces is the state of each namespace in the spec, then of each self-service
+	// namespace.
 	// +optional
-	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:MaxItems=200
 	// +listType=map
 	// +listMapKey=name
 	Namespaces []TenantNamespaceStatus `json:"namespaces,omitempty"`
 
-	// conditions: Ready, NamespaceConflict, ResourcesReady and RoleBindingsAllowed.
+	// conditions: Ready, NamespaceConflict, ResourcesReady, RoleBindingsAllowed,
+	// SelfServiceReady, DeletionProtected and AllowedEnforced.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sync"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -43,12 +44,20 @@ func Cache() kit.CacheRules {
 		Label:     k8slabels.SelectorFromSet(k8slabels.Set{labels.ManagedBy: labels.ManagedByValue}),
 		Transform: childMetadata,
 	}
+	// The cluster-scoped objects of self-service are few (a handful per Tenant) and
+	// only cluster administrators can create such kinds: cached whole, by Orderly's
+	// label (the same rule as LabelPolicy's for the admission kinds).
+	managed := cache.ByObject{Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.ManagedBy: labels.ManagedByValue})}
 	return kit.CacheRules{
-		&corev1.Namespace{}:           {},
-		&rbacv1.RoleBinding{}:         child,
-		&corev1.ResourceQuota{}:       child,
-		&corev1.LimitRange{}:          child,
-		&networkingv1.NetworkPolicy{}: child,
+		&admissionv1.ValidatingAdmissionPolicy{}:        managed,
+		&admissionv1.ValidatingAdmissionPolicyBinding{}: managed,
+		&rbacv1.ClusterRole{}:                           managed,
+		&rbacv1.ClusterRoleBinding{}:                    managed,
+		&corev1.Namespace{}:                             {},
+		&rbacv1.RoleBinding{}:                           child,
+		&corev1.ResourceQuota{}:                         child,
+		&corev1.LimitRange{}:                            child,
+		&networkingv1.NetworkPolicy{}:                   child,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -411,6 +412,14 @@ func kindOf(obj client.Object) string {
 		return kindLimitRange
 	case *networkingv1.NetworkPolicy:
 		return kindNetworkPolicy
+	case *rbacv1.ClusterRole:
+		return "ClusterRole"
+	case *rbacv1.ClusterRoleBinding:
+		return "ClusterRoleBinding"
+	case *admissionv1.ValidatingAdmissionPolicy:
+		return "ValidatingAdmissionPolicy"
+	case *admissionv1.ValidatingAdmissionPolicyBinding:
+		return "ValidatingAdmissionPolicyBinding"
 	}
 	return fmt.Sprintf("%T", obj)
 }

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +35,11 @@ const Name = "tenant"
 // finalizer keeps a Tenant until its namespaces are released or deleted.
 const finalizer = "tenancy.orderly.dev/cleanup"
 
+// conflictRecheck is how soon a Tenant whose self-service objects are blocked by
+// someone else's object looks again: that object is not in the cache, so its removal
+// brings no event.
+const conflictRecheck = time.Minute
+
 // namespaceIndex indexes Tenants by the namespaces they list, so an event on a
 // namespace that is not (yet) labelled still reaches the Tenants that want it.
 const namespaceIndex = "spec.namespaces.name"
@@ -51,6 +59,8 @@ type Reconciler struct {
 	ManagerNamespace string
 
 	converged *convergedChildren
+	// clusterWrites remembers the cluster-scoped objects of self-service as written.
+	clusterWrites clusterWrites
 }
 
 // Controller is the Tenant controller as the manager runs it.
@@ -78,6 +88,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 // are checked against the code by TestRBACNamesMatchTheCode.
 //
 // +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants,verbs=get;list;watch;patch
+//
+// Self-service: the shared admission policies and each Tenant's binding, and each
+// Tenant's owners' ClusterRole and ClusterRoleBinding (names made at run time, so not
+// narrowed by resourceNames; Orderly writes only the ones it created, and the API
+// server lets it grant only what it holds itself: create namespaces, the self-service
+// verb and marker below, get on Tenants, delete on namespaces).
+//
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants,verbs=selfservice
+// +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=selfservicenamespaces,verbs=create
 // +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants/status,verbs=get;patch
 // +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
@@ -118,7 +139,35 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&corev1.LimitRange{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged)).
 		Owns(&networkingv1.NetworkPolicy{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.tenantsForNamespace)).
+		Owns(&admissionv1.ValidatingAdmissionPolicyBinding{}).
+		Owns(&rbacv1.ClusterRole{}).
+		Owns(&rbacv1.ClusterRoleBinding{}).
+		Watches(&admissionv1.ValidatingAdmissionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.selfServiceTenants)).
+		Watches(&admissionv1.ValidatingAdmissionPolicyBinding{}, handler.EnqueueRequestsFromMapFunc(r.selfServiceTenants)).
 		Complete(r)
+}
+
+// selfServiceTenants maps a change of one of the shared admission objects to every
+// Tenant that needs it (spec.selfService, spec.preventDeletion), so that a deleted or
+// edited policy is restored: a binding without its policy admits everything.
+func (r *Reconciler) selfServiceTenants(ctx context.Context, o client.Object) []reconcile.Request {
+	protection, allowed := o.GetName() == preventDeletionPolicyName, o.GetName() == allowedPolicyName
+	if o.GetName() != selfServicePolicyName && o.GetName() != guardPolicyName && !protection && !allowed {
+		return nil
+	}
+	var listing tenancyv1alpha1.TenantList
+	if err := r.List(ctx, &listing); err != nil {
+		log.FromContext(ctx).Error(err, "Listing Tenants for self-service policy", "name", o.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range listing.Items {
+		spec := &listing.Items[i].Spec
+		if (!protection && !allowed && spec.SelfService != nil) || (protection && spec.PreventDeletion) || (allowed && spec.Allowed != nil) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: listing.Items[i].Name}})
+		}
+	}
+	return reqs
 }
 
 // tenantsForNamespace maps a namespace to the Tenants that own, may adopt, or list it.
@@ -173,9 +222,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// earlier allow-list let them be); the rest of the Tenant goes ahead.
 	refused := refusedBindings(&t, r.Bindable)
 	skip := refusedIndexes(refused)
+	// The prevent-deletion policy before the namespaces get the label it reads.
+	protection := r.reconcilePreventDeletion(ctx, &t)
+	allowed := r.reconcileAllowed(ctx, &t)
 	results := make([]namespaceResult, 0, len(t.Spec.Namespaces))
 	for i := range t.Spec.Namespaces {
 		results = append(results, r.reconcileNamespace(ctx, &t, &t.Spec.Namespaces[i], skip))
+	}
+	// Self-service: the admission objects first, then the namespaces the owners made.
+	ss := r.reconcileSelfService(ctx, &t)
+	selfService := sets.New[string]()
+	for i := range ss.namespaces {
+		selfService.Insert(ss.namespaces[i].Name)
+		results = append(results, r.reconcileSelfServiceNamespace(ctx, &t, &ss.namespaces[i], skip))
+	}
+	for _, name := range ss.notAdmitted {
+		results = append(results, namespaceResult{name: name, state: tenancyv1alpha1.NamespaceConflict, message: fmt.Sprintf(
+			"namespace %q is labelled %s=%s but was not created through self-service (it existed before spec.selfService was enabled); it is left alone: to hand it to this tenant, list it in spec.namespaces and annotate it %s=%s",
+			name, tenancyv1alpha1.TenantLabel, t.Name, tenancyv1alpha1.AdoptAnnotation, t.Name)})
 	}
 	var created []string
 	for _, res := range results {
@@ -187,7 +251,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// One Event per reconcile, not per namespace: Events are API writes too.
 		r.Recorder.Eventf(&t, nil, corev1.EventTypeNormal, "NamespaceCreated", "Create", "Created namespace(s) %s", strings.Join(created, ", "))
 	}
-	releaseErr := r.releaseUnlisted(ctx, &t)
+	releaseErr := r.releaseUnlisted(ctx, &t, selfService)
 
 	// A conflict means an object changed after this reconcile read it: what was
 	// observed is stale, so nothing is reported from it, and the reconcile runs again.
@@ -196,8 +260,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, res.err
 		}
 	}
-	if err := r.updateStatus(ctx, &t, results, refused); err != nil {
+	if err := r.updateStatus(ctx, &t, results, refused, ss, protection, allowed); err != nil {
 		return ctrl.Result{}, err
+	}
+	if ss.err != nil {
+		return ctrl.Result{}, ss.err
+	}
+	if protection.err != nil {
+		return ctrl.Result{}, protection.err
+	}
+	if allowed.err != nil {
+		return ctrl.Result{}, allowed.err
+	}
+	if ss.reason == ReasonSelfServiceConflict || protection.reason != "" || allowed.reason != "" {
+		// The object in the way is not Orderly's, so its removal may bring no event.
+		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
 	}
 	// A write that failed is retried with the controller's backoff; a conflict is
 	// not an error: it resolves when a person acts, and the namespace watch sees that.

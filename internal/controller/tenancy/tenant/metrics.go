@@ -19,11 +19,15 @@ var (
 	})
 	namespacesDeclared = series.Gauge(prometheus.GaugeOpts{
 		Name: "orderly_tenant_namespaces",
-		Help: "Number of namespaces a Tenant declares.",
+		Help: "Number of a Tenant's namespaces: listed in its spec and created through self-service.",
 	})
 	refusedBindingsGauge = series.Gauge(prometheus.GaugeOpts{
 		Name: "orderly_tenant_refused_role_bindings",
 		Help: "Number of a Tenant's additionalRoleBindings not created because Tenants may not bind their role.",
+	})
+	selfServiceNamespaces = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_tenant_self_service_namespaces",
+		Help: "Number of namespaces a Tenant's owners created through spec.selfService.",
 	})
 	driftRepairs = series.Counter(prometheus.CounterOpts{
 		Name: "orderly_tenant_drift_repairs_total",
@@ -36,4 +40,5 @@ func recordMetrics(t *tenancyv1alpha1.Tenant, refused int) {
 	refusedBindingsGauge.WithLabelValues(series.Values(key)...).Set(float64(refused))
 	namespacesReady.WithLabelValues(series.Values(key)...).Set(float64(t.Status.ReadyNamespaces))
 	namespacesDeclared.WithLabelValues(series.Values(key)...).Set(float64(t.Status.NamespaceCount))
+	selfServiceNamespaces.WithLabelValues(series.Values(key)...).Set(float64(t.Status.SelfServiceNamespaces))
 }

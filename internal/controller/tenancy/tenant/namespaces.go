@@ -43,11 +43,13 @@ func extractNamespace(ns *corev1.Namespace) (any, error) {
 
 // namespaceResult is what reconciling one namespace found.
 type namespaceResult struct {
-	name    string
-	created bool
-	state   tenancyv1alpha1.NamespaceState
-	message string
-	err     error
+	name string
+	// selfService is true for a namespace an owner created through spec.selfService.
+	selfService bool
+	created     bool
+	state       tenancyv1alpha1.NamespaceState
+	message     string
+	err         error
 }
 
 // desiredNamespace is a tenant namespace as far as Orderly decides it: the labels
@@ -72,6 +74,9 @@ func desiredNamespace(t *tenancyv1alpha1.Tenant, spec *tenancyv1alpha1.TenantNam
 		}
 	}
 	ns.Labels[tenancyv1alpha1.TenantLabel] = t.Name
+	if t.Spec.PreventDeletion {
+		ns.Labels[tenancyv1alpha1.PreventDeletionLabel] = "true"
+	}
 	if t.Spec.CostCenter != "" {
 		ns.Labels[tenancyv1alpha1.CostCenterLabel] = t.Spec.CostCenter
 	}
@@ -310,15 +315,19 @@ func (r *Reconciler) ownedNamespaces(ctx context.Context, t *tenancyv1alpha1.Ten
 	return slices.DeleteFunc(list.Items, func(ns corev1.Namespace) bool { return !ownedBy(&ns, t) }), nil
 }
 
-// releaseUnlisted lets go of namespaces still labelled as t's that its spec no longer lists.
-func (r *Reconciler) releaseUnlisted(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
+// releaseUnlisted lets go of namespaces still labelled as t's that its spec no longer
+// lists, other than keep (its self-service namespaces).
+func (r *Reconciler) releaseUnlisted(ctx context.Context, t *tenancyv1alpha1.Tenant, keep sets.Set[string]) error {
 	owned, err := r.ownedNamespaces(ctx, t)
 	if err != nil {
 		return err
 	}
 	for i := range owned {
 		listed := slices.ContainsFunc(t.Spec.Namespaces, func(n tenancyv1alpha1.TenantNamespace) bool { return n.Name == owned[i].Name })
-		if listed {
+		// While self-service is on, a self-service namespace stays even when this
+		// reconcile could not list them (a failed write of the policy, say).
+		selfService := t.Spec.SelfService != nil && owned[i].Annotations[tenancyv1alpha1.OriginAnnotation] == tenancyv1alpha1.OriginSelfService
+		if listed || keep.Has(owned[i].Name) || selfService {
 			continue
 		}
 		if err := r.letGo(ctx, t, &owned[i], true); err != nil {
@@ -338,7 +347,16 @@ func (r *Reconciler) letGo(ctx context.Context, t *tenancyv1alpha1.Tenant, ns *c
 	}
 	defer r.converged.forgetNamespace(ns.Name)
 	created := ns.Annotations[tenancyv1alpha1.OriginAnnotation] == tenancyv1alpha1.OriginCreated
-	if t.Spec.DeletionPolicy == tenancyv1alpha1.DeletionPolicyDelete && created {
+	// A protected tenant's namespaces are never deleted: the admission policy would
+	// refuse it anyway, and a namespace removed from the list is released instead.
+	if t.Spec.DeletionPolicy == tenancyv1alpha1.DeletionPolicyDelete && created && !t.Spec.PreventDeletion {
+		// The protection was lifted, but the Tenant may be going before a reconcile took
+		// the label off: the admission policy would refuse the deletion for ever.
+		if ns.Labels[tenancyv1alpha1.PreventDeletionLabel] != "" {
+			if err := r.removeLabel(ctx, ns, tenancyv1alpha1.PreventDeletionLabel); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("lifting the deletion protection of namespace %q: %w", ns.Name, err)
+			}
+		}
 		if err := r.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting namespace %q: %w", ns.Name, err)
 		}
@@ -362,4 +380,14 @@ func (r *Reconciler) letGo(ctx context.Context, t *tenancyv1alpha1.Tenant, ns *c
 		r.Recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceReleased", "Release", "Released namespace %s: Orderly's labels and objects removed, workloads kept", ns.Name)
 	}
 	return nil
+}
+
+// removeLabel removes one label from a namespace with a JSON patch.
+func (r *Reconciler) removeLabel(ctx context.Context, ns *corev1.Namespace, key string) error {
+	raw, err := json.Marshal([]patchOp{removeOp("labels", key)})
+	if err != nil {
+		return err
+	}
+	target := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}}
+	return r.Patch(ctx, target, client.RawPatch(types.JSONPatchType, raw), client.FieldOwner(labels.FieldManager))
 }

@@ -36,12 +36,16 @@ func computeStatus(t *tenancyv1alpha1.Tenant, results []namespaceResult, refused
 	st.ObservedGeneration = t.Generation
 	st.NamespaceCount = int32(len(results))
 	st.ReadyNamespaces = 0
+	st.SelfServiceNamespaces = 0
 	st.Namespaces = make([]tenancyv1alpha1.TenantNamespaceStatus, 0, len(results))
 
 	var conflicts, pending, failedNames []string
 	var firstConflict, firstFailure string
 	for _, res := range results {
-		st.Namespaces = append(st.Namespaces, tenancyv1alpha1.TenantNamespaceStatus{Name: res.name, State: res.state, Message: kit.Truncate(res.message, namespaceMessageLimit)})
+		st.Namespaces = append(st.Namespaces, tenancyv1alpha1.TenantNamespaceStatus{Name: res.name, State: res.state, SelfService: res.selfService, Message: kit.Truncate(res.message, namespaceMessageLimit)})
+		if res.selfService {
+			st.SelfServiceNamespaces++
+		}
 		switch res.state {
 		case tenancyv1alpha1.NamespaceReady:
 			st.ReadyNamespaces++
@@ -101,7 +105,7 @@ func computeStatus(t *tenancyv1alpha1.Tenant, results []namespaceResult, refused
 // updateStatus writes the status computed from results and refused, emits a warning
 // Event when a namespace newly falls into conflict or a role binding is newly refused,
 // and updates the metrics.
-func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, results []namespaceResult, refused []refusal) error {
+func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, results []namespaceResult, refused []refusal, ss selfServiceOutcome, protection, allowed protectionOutcome) error {
 	prevState := map[string]tenancyv1alpha1.NamespaceState{}
 	for _, ns := range t.Status.Namespaces {
 		prevState[ns.Name] = ns.State
@@ -114,8 +118,20 @@ func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant
 	if len(refused) > 0 && !meta.IsStatusConditionFalse(t.Status.Conditions, tenancyv1alpha1.ConditionRoleBindingsAllowed) {
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonRoleNotAllowed, "Bind", "%s", refusedMessage(refused))
 	}
+	if ss.reason != "" && !meta.IsStatusConditionFalse(t.Status.Conditions, tenancyv1alpha1.ConditionSelfServiceReady) {
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ss.reason, "SelfService", "%s", ss.message)
+	}
+	if protection.reason != "" && !meta.IsStatusConditionFalse(t.Status.Conditions, tenancyv1alpha1.ConditionDeletionProtected) {
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, protection.reason, "Protect", "%s", protection.message)
+	}
+	if allowed.reason != "" && !meta.IsStatusConditionFalse(t.Status.Conditions, tenancyv1alpha1.ConditionAllowedEnforced) {
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, allowed.reason, "Restrict", "%s", allowed.message)
+	}
 	err := kit.PatchStatus(ctx, r.Client, r.APIReader, t, func(latest *tenancyv1alpha1.Tenant) {
 		latest.Status = computeStatus(latest, results, refused)
+		setSelfServiceStatus(latest, &latest.Status, ss)
+		setProtectionStatus(latest, &latest.Status, protection)
+		setAllowedStatus(latest, &latest.Status, allowed)
 	})
 	recordMetrics(t, len(refused))
 	return err

@@ -1,0 +1,142 @@
+package tenant
+
+import (
+	"fmt"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+)
+
+// allowedPolicyName is the shared policy of spec.allowed, with the Tenant as its
+// parameter; each Tenant with spec.allowed has a binding of it for its namespaces.
+const allowedPolicyName = "orderly-tenant-allowed"
+
+func allowedBindingName(t *tenancyv1alpha1.Tenant) string { return allowedPolicyName + "-" + t.Name }
+
+// podKinds are the kinds whose pod spec the policy judges, and where it is.
+var podKinds = []struct{ group, resource, kind, spec string }{
+	{"", "pods", "Pod", "object.spec"},
+	{"apps", "deployments", "Deployment", "object.spec.template.spec"},
+	{"apps", "statefulsets", "StatefulSet", "object.spec.template.spec"},
+	{"apps", "daemonsets", "DaemonSet", "object.spec.template.spec"},
+	{"apps", "replicasets", "ReplicaSet", "object.spec.template.spec"},
+	{"batch", "jobs", "Job", "object.spec.template.spec"},
+	{"batch", "cronjobs", "CronJob", "object.spec.jobTemplate.spec.template.spec"},
+}
+
+// allowedPolicy judges the writes of the tenant's workloads against the Tenant's
+// spec.allowed: the storage class of a PersistentVolumeClaim, the class of an Ingress,
+// and the priority class, runtime class and image registries of a pod or pod template.
+// Workloads are judged as well as pods, so that the person who applies a Deployment
+// is told, rather than its ReplicaSet failing to create pods.
+func allowedPolicy() *admissionv1.ValidatingAdmissionPolicy {
+	fail := admissionv1.Fail
+	equivalent := admissionv1.Equivalent
+	write := []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}
+	rule := func(group string, resources ...string) admissionv1.NamedRuleWithOperations {
+		return admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
+			Operations: write,
+			Rule:       admissionv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: resources, Scope: ptr.To(admissionv1.NamespacedScope)},
+		}}
+	}
+	rules := []admissionv1.NamedRuleWithOperations{
+		rule("", "pods", "persistentvolumeclaims"),
+		rule("apps", "deployments", "statefulsets", "daemonsets", "replicasets"),
+		rule("batch", "jobs", "cronjobs"),
+		rule("networking.k8s.io", "ingresses"),
+	}
+	specOf := func(obj string) string {
+		spec := "null"
+		for i := len(podKinds) - 1; i >= 0; i-- {
+			spec = fmt.Sprintf("request.kind.kind == %s ? %s : %s", cel(podKinds[i].kind), strings.Replace(podKinds[i].spec, "object", obj, 1), spec)
+		}
+		return spec
+	}
+	allowed := "params.spec.allowed"
+	has := func(list string) string {
+		return fmt.Sprintf("has(params.spec.allowed) && has(%s.%s) && size(%s.%s) > 0", allowed, list, allowed, list)
+	}
+	who := "request.kind.kind + ' ' + request.namespace + '/' + (has(object.metadata.name) ? object.metadata.name : object.metadata.generateName + '*') + ' in tenant ' + params.metadata.name + ': '"
+	// An image without a registry host is Docker Hub's.
+	normalize := "(i.split('/').size() > 1 && (i.split('/')[0].contains('.') || i.split('/')[0].contains(':') || i.split('/')[0] == 'localhost')) ? i : (i.contains('/') ? 'docker.io/' + i : 'docker.io/library/' + i)"
+	pattern := "'^' + p.replace('.', '\\\\.').replace('*', '[^/]*')"
+	return &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: sharedMeta(allowedPolicyName),
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			ParamKind:     &admissionv1.ParamKind{APIVersion: tenancyv1alpha1.GroupVersion.String(), Kind: "Tenant"},
+			MatchConstraints: &admissionv1.MatchResources{
+				ResourceRules:     rules,
+				MatchPolicy:       &equivalent,
+				NamespaceSelector: &metav1.LabelSelector{},
+				ObjectSelector:    &metav1.LabelSelector{},
+			},
+			Variables: []admissionv1.Variable{
+				{Name: "podSpec", Expression: specOf("object")},
+				// Updates that leave what is judged as it was are admitted: a workload
+				// admitted before spec.allowed changed must stay scalable and
+				// deletable by its controllers (the Deployment controller scales
+				// ReplicaSets, the garbage collector removes finalizers).
+				{Name: "podSpecChanged", Expression: "request.operation == 'CREATE' || oldObject == null || variables.podSpec != (" + specOf("oldObject") + ")"},
+				{Name: "specChanged", Expression: "request.operation == 'CREATE' || oldObject == null || object.spec != oldObject.spec"},
+				{Name: "images", Expression: "variables.podSpec == null || !variables.podSpecChanged ? [] : " +
+					"variables.podSpec.containers.map(c, c.image) + " +
+					"(has(variables.podSpec.initContainers) ? variables.podSpec.initContainers.map(c, c.image) : []) + " +
+					"(has(variables.podSpec.ephemeralContainers) ? variables.podSpec.ephemeralContainers.map(c, c.image) : [])"},
+				{Name: "badImages", Expression: "!(" + has("registries") + ") ? [] : variables.images.filter(i, !(" + allowed + ".registries.exists(p, (" + normalize + ").matches(" + pattern + "))))"},
+			},
+			Validations: []admissionv1.Validation{
+				{
+					Expression:        "request.kind.kind != 'PersistentVolumeClaim' || !variables.specChanged || !(" + has("storageClasses") + ") || (has(object.spec.storageClassName) && object.spec.storageClassName in " + allowed + ".storageClasses)",
+					MessageExpression: who + " + 'storage class ' + (has(object.spec.storageClassName) ? object.spec.storageClassName : '(none)') + ' is not allowed; allowed: ' + " + allowed + ".storageClasses.join(', ')",
+					Reason:            ptr.To(metav1.StatusReasonForbidden),
+				},
+				{
+					Expression:        "request.kind.kind != 'Ingress' || !variables.specChanged || !(" + has("ingressClasses") + ") || (has(object.spec.ingressClassName) && object.spec.ingressClassName in " + allowed + ".ingressClasses)",
+					MessageExpression: who + " + 'ingress class ' + (has(object.spec.ingressClassName) ? object.spec.ingressClassName : '(none)') + ' is not allowed; allowed: ' + " + allowed + ".ingressClasses.join(', ')",
+					Reason:            ptr.To(metav1.StatusReasonForbidden),
+				},
+				{
+					Expression:        "variables.podSpec == null || !variables.podSpecChanged || !(" + has("priorityClasses") + ") || !has(variables.podSpec.priorityClassName) || variables.podSpec.priorityClassName in " + allowed + ".priorityClasses",
+					MessageExpression: who + " + 'priority class ' + variables.podSpec.priorityClassName + ' is not allowed; allowed: ' + " + allowed + ".priorityClasses.join(', ')",
+					Reason:            ptr.To(metav1.StatusReasonForbidden),
+				},
+				{
+					Expression:        "variables.podSpec == null || !variables.podSpecChanged || !(" + has("runtimeClasses") + ") || !has(variables.podSpec.runtimeClassName) || variables.podSpec.runtimeClassName in " + allowed + ".runtimeClasses",
+					MessageExpression: who + " + 'runtime class ' + variables.podSpec.runtimeClassName + ' is not allowed; allowed: ' + " + allowed + ".runtimeClasses.join(', ')",
+					Reason:            ptr.To(metav1.StatusReasonForbidden),
+				},
+				{
+					Expression:        "size(variables.badImages) == 0",
+					MessageExpression: who + " + 'image ' + variables.badImages[0] + ' is not from an allowed registry; allowed: ' + " + allowed + ".registries.join(', ')",
+					Reason:            ptr.To(metav1.StatusReasonForbidden),
+				},
+			},
+		},
+	}
+}
+
+// allowedBinding binds allowedPolicy with Tenant t as its parameter, in t's
+// namespaces (the ones labelled with its name: only Orderly, administrators and, for
+// their own tenant, its owners can set that label).
+func allowedBinding(t *tenancyv1alpha1.Tenant) *admissionv1.ValidatingAdmissionPolicyBinding {
+	deny := admissionv1.DenyAction
+	equivalent := admissionv1.Equivalent
+	return &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: tenantMeta(t, allowedBindingName(t)),
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: allowedPolicyName,
+			ParamRef:   &admissionv1.ParamRef{Name: t.Name, ParameterNotFoundAction: &deny},
+			MatchResources: &admissionv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{tenancyv1alpha1.TenantLabel: t.Name}},
+				ObjectSelector:    &metav1.LabelSelector{},
+				MatchPolicy:       &equivalent,
+			},
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+}
