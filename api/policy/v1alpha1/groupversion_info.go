@@ -1,5 +1,5 @@
 // Package v1alpha1 contains the API of the policy.orderly.dev group: cost-label
-// enforcement with LabelPolicy.
+// enforcement with LabelPolicy, and the LabelValueSets it may take its values from.
 // +kubebuilder:object:generate=true
 // +groupName=policy.orderly.dev
 package v1alpha1
@@ -22,7 +22,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &LabelPolicy{}, &LabelPolicyList{})
+	s.AddKnownTypes(GroupVersion, &LabelPolicy{}, &LabelPolicyList{}, &LabelValueSet{}, &LabelValueSetList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -95,8 +95,17 @@ type LabelPolicyMatch struct {
 	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
 }
 
+// AllowedValuesSource names where a LabelPolicy's allowed values are kept.
+type AllowedValuesSource struct {
+	// labelValueSet is the name of a LabelValueSet (cluster-scoped).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	LabelValueSet string `json:"labelValueSet"`
+}
+
 // LabelPolicySpec is the label a cluster's workloads must carry.
-// +kubebuilder:validation:XValidation:rule="!has(self.defaultValue) || ((!has(self.allowedValues) || size(self.allowedValues) == 0) && !has(self.allowedPattern)) || (has(self.allowedValues) && self.defaultValue in self.allowedValues) || (has(self.allowedPattern) && self.defaultValue.matches('^(?:' + self.allowedPattern + ')$'))",message="defaultValue must be one of allowedValues or match allowedPattern"
+// +kubebuilder:validation:XValidation:rule="!has(self.defaultValue) || has(self.allowedValuesFrom) || ((!has(self.allowedValues) || size(self.allowedValues) == 0) && !has(self.allowedPattern)) || (has(self.allowedValues) && self.defaultValue in self.allowedValues) || (has(self.allowedPattern) && self.defaultValue.matches('^(?:' + self.allowedPattern + ')$'))",message="defaultValue must be one of allowedValues or match allowedPattern"
 type LabelPolicySpec struct {
 	// label is the key every matched workload must carry, e.g. cost-center.
 	// +required
@@ -114,6 +123,15 @@ type LabelPolicySpec struct {
 	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=set
 	AllowedValues []string `json:"allowedValues,omitempty"`
+
+	// allowedValuesFrom takes allowed values from a LabelValueSet as well: a value is
+	// allowed when it is listed there, active and not expired (or allowed by
+	// allowedValues or allowedPattern). A value listed there but retired (active:
+	// false, or past its expires) is refused for new workloads and reported as Retired
+	// for running ones. Editing the LabelValueSet needs no edit of the policy. While
+	// the LabelValueSet does not exist, every matched workload is refused.
+	// +optional
+	AllowedValuesFrom *AllowedValuesSource `json:"allowedValuesFrom,omitempty"`
 
 	// allowedPattern is an RE2 regular expression the whole value must match
 	// (it is anchored: "cc-[0-9]+" allows "cc-42" but not "x-cc-42").
@@ -153,6 +171,82 @@ type LabelPolicySpec struct {
 	// +optional
 	// +kubebuilder:default=None
 	Remediate Remediation `json:"remediate,omitempty"`
+
+	// exceptions admit workloads that would violate the policy, each until its
+	// expires time: while an exception is active its workloads are neither refused at
+	// admission nor reported or labelled by the audit; when it expires the generated
+	// admission policy stops admitting them, without any edit of the LabelPolicy.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	Exceptions []LabelPolicyException `json:"exceptions,omitempty"`
+}
+
+// LabelPolicyException lets some workloads go without an allowed label for a while.
+// It names namespaces, a workload selector or both (a workload is excepted when it is
+// in one of the namespaces and matches the selector).
+// +kubebuilder:validation:XValidation:rule="(has(self.namespaces) && size(self.namespaces) > 0) || has(self.selector)",message="an exception names namespaces, a selector, or both"
+type LabelPolicyException struct {
+	// name identifies the exception in status and Events.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// namespaces the exception covers; every namespace the policy applies to when
+	// empty (then selector is required).
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// selector matches the labels of the excepted workloads (matchLabels and
+	// matchExpressions with In, NotIn, Exists, DoesNotExist); every workload of the
+	// namespaces when unset.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// reason says why the exception exists, for whoever reads the policy or its audit.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Reason string `json:"reason"`
+
+	// expires is when the exception ends. Required: an exception that never ends is an
+	// exclusion (spec.match). The policy is enforced again within seconds of it.
+	// +required
+	Expires metav1.Time `json:"expires"`
+}
+
+// Exception states reported in status.exceptions.
+const (
+	// ExceptionActive: the exception admits its workloads.
+	ExceptionActive = "Active"
+	// ExceptionExpired: the exception's time is over; its workloads are enforced.
+	ExceptionExpired = "Expired"
+)
+
+// ExceptionStatus is the observed state of one exception.
+type ExceptionStatus struct {
+	// name of the exception in spec.exceptions.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// state is Active or Expired.
+	// +required
+	// +kubebuilder:validation:Enum=Active;Expired
+	State string `json:"state"`
+	// expires is the exception's end, as in the spec.
+	// +required
+	Expires metav1.Time `json:"expires"`
+	// workloads is the number of workloads that violate the policy and were excepted
+	// by this exception at the last audit (0 once it expired).
+	// +optional
+	Workloads int32 `json:"workloads"`
 }
 
 // Violation is one workload that does not carry an allowed label.
@@ -166,7 +260,7 @@ type Violation struct {
 	// name of the workload.
 	// +required
 	Name string `json:"name"`
-	// reason is Missing or NotAllowed.
+	// reason is Missing, NotAllowed or Retired.
 	// +required
 	Reason string `json:"reason"`
 	// value is the label's value when it is not allowed.
@@ -174,10 +268,54 @@ type Violation struct {
 	Value string `json:"value,omitempty"`
 }
 
+// ComplianceSummary is what an audit found in one namespace or tenant, or in a group of
+// them.
+type ComplianceSummary struct {
+	// name of the namespace or tenant; "(other)" for the sum of those not listed,
+	// "(none)" for the namespaces of no tenant.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// workloads matched there.
+	// +optional
+	Workloads int32 `json:"workloads"`
+	// violations among them: workloads without an allowed label.
+	// +optional
+	Violations int32 `json:"violations"`
+	// namespaces summed in this entry (for a tenant or "(other)").
+	// +optional
+	Namespaces int32 `json:"namespaces,omitempty"`
+}
+
+// RemediatedWorkload is one workload whose metadata remediation labelled.
+type RemediatedWorkload struct {
+	// kind of the workload, e.g. Deployment.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// namespace of the workload.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// name of the workload.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// value is the value written to the label.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Value string `json:"value"`
+	// time is when the audit that labelled it ran.
+	// +required
+	Time metav1.Time `json:"time"`
+}
+
 // Violation reasons.
 const (
 	ViolationMissing    = "Missing"
 	ViolationNotAllowed = "NotAllowed"
+	// ViolationRetired: the value is in the policy's LabelValueSet but retired.
+	ViolationRetired = "Retired"
 )
 
 // Condition types of a LabelPolicy.
@@ -218,6 +356,14 @@ type LabelPolicyStatus struct {
 	// +optional
 	Remediated int32 `json:"remediated,omitempty"`
 
+	// recentlyRemediated names the workloads remediation labelled most recently, newest
+	// first, up to 20 across audits (each audit adds at most 20), so that an auditor
+	// can see which objects Orderly changed and when.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	RecentlyRemediated []RemediatedWorkload `json:"recentlyRemediated,omitempty"`
+
 	// protectedNamespaces are the namespaces the policy never applies to, whatever
 	// spec.match says: every kube-* namespace (the cluster's own components) and the
 	// namespace Orderly's manager runs in, so that no policy can block the cluster or
@@ -234,6 +380,47 @@ type LabelPolicyStatus struct {
 	// +kubebuilder:validation:MaxItems=20
 	// +listType=atomic
 	TopViolations []Violation `json:"topViolations,omitempty"`
+
+	// workloads is the number of matched workloads at the last audit, compliant or
+	// not, so that coverage is 1 - violations/workloads.
+	// +optional
+	Workloads int32 `json:"workloads,omitempty"`
+
+	// namespaces summarizes the last audit per namespace: the 20 namespaces with the
+	// most violations (then the most workloads, then by name). The rest are in
+	// otherNamespaces, so the status stays small however many namespaces there are.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	Namespaces []ComplianceSummary `json:"namespaces,omitempty"`
+
+	// otherNamespaces sums the namespaces not listed in namespaces (name "(other)").
+	// +optional
+	OtherNamespaces *ComplianceSummary `json:"otherNamespaces,omitempty"`
+
+	// tenants summarizes the last audit per Tenant, read from each namespace's
+	// tenancy.orderly.dev/tenant label ("(none)" for namespaces without it): the 20
+	// tenants with the most violations; the rest are in otherTenants.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	Tenants []ComplianceSummary `json:"tenants,omitempty"`
+
+	// otherTenants sums the tenants not listed in tenants (name "(other)").
+	// +optional
+	OtherTenants *ComplianceSummary `json:"otherTenants,omitempty"`
+
+	// exceptions is the state of each of spec.exceptions.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	Exceptions []ExceptionStatus `json:"exceptions,omitempty"`
+
+	// excepted is the number of workloads that violate the policy but were admitted by
+	// an active exception at the last audit; they are not counted in violations.
+	// +optional
+	Excepted int32 `json:"excepted,omitempty"`
 
 	// lastAuditTime is when the last audit finished.
 	// +optional

@@ -18,7 +18,7 @@ import (
 // applyAdmission writes the admission objects compiled for mode with server-side
 // apply, which also restores whatever was changed behind Orderly's back, and removes
 // the mutating objects that the policy or the mode no longer needs.
-func (r *Reconciler) applyAdmission(ctx context.Context, p *policyv1alpha1.LabelPolicy, mode string) error {
+func (r *Reconciler) applyAdmission(ctx context.Context, p *policyv1alpha1.LabelPolicy, mode string, opts Options) error {
 	var endpoint *admission.Endpoint
 	if mode == policyv1alpha1.AdmissionModeWebhook && needsMutation(p) {
 		ca, err := r.Admission.CABundle()
@@ -29,7 +29,7 @@ func (r *Reconciler) applyAdmission(ctx context.Context, p *policyv1alpha1.Label
 		e.CABundle = ca
 		endpoint = &e
 	}
-	c := Compile(p, mode, endpoint, r.Namespace)
+	c := CompileWith(p, mode, endpoint, r.Namespace, opts)
 	objs := []client.Object{c.VAP, c.VAPBinding}
 	if c.MAP != nil {
 		objs = append(objs, c.MAP, c.MAPBinding)

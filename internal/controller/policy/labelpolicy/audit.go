@@ -23,6 +23,10 @@ import (
 // maxTopViolations bounds status.topViolations.
 const maxTopViolations = 20
 
+// maxRecentlyRemediated bounds status.recentlyRemediated, and the workloads one audit
+// remembers having labelled: an audit that labels thousands holds 20 names.
+const maxRecentlyRemediated = 20
+
 // auditPageSize is the page size of workload lists: metadata only, so a page is small.
 const auditPageSize = 500
 
@@ -32,9 +36,22 @@ type auditResult struct {
 	remediated  int32
 	top         []policyv1alpha1.Violation
 	byNamespace map[string]int
+	// workloads counts the matched workloads; namespaces tallies them and their
+	// violations per namespace, and tenants names each namespace's tenant. One entry
+	// per namespace, never per workload.
+	workloads  int32
+	namespaces map[string]tally
+	tenants    map[string]string
 	// retainedPeak is the most violations the audit held at once: at most
 	// maxTopViolations, however many it found.
 	retainedPeak int
+	// labelled names the first maxRecentlyRemediated workloads the audit labelled
+	// (Time unset: the status stamps the audit's time).
+	labelled []policyv1alpha1.RemediatedWorkload
+	// excepted counts the violating workloads an active exception admitted, in all
+	// and per exception.
+	excepted     int32
+	exceptedByEx map[string]int32
 	// remediationErrors counts workloads whose label could not be written.
 	remediationErrors   int
 	firstRemediationErr error
@@ -49,13 +66,22 @@ type workload struct {
 // verdict says whether a workload violates p and, when remediation applies, which
 // value to write. Pure, so it is unit tested.
 func verdict(p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, w workload, nsLabels map[string]string) (violation *policyv1alpha1.Violation, fix string) {
+	return verdictWith(p, re, nil, w, nsLabels)
+}
+
+// verdictWith is verdict with the values of the policy's LabelValueSet (vs, nil
+// without allowedValuesFrom): a retired value is reported as Retired.
+func verdictWith(p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, vs *valueSet, w workload, nsLabels map[string]string) (violation *policyv1alpha1.Violation, fix string) {
 	v := w.labels[p.Spec.Label]
-	if Allowed(p, re, v) {
+	if allowedWith(p, re, vs, v) {
 		return nil, ""
 	}
 	out := &policyv1alpha1.Violation{Kind: w.kind, Namespace: w.namespace, Name: w.name, Reason: policyv1alpha1.ViolationMissing}
 	if v != "" {
 		out.Reason, out.Value = policyv1alpha1.ViolationNotAllowed, v
+		if vs.retired(v) {
+			out.Reason = policyv1alpha1.ViolationRetired
+		}
 		// A value someone chose is reported, never overwritten.
 		return out, ""
 	}
@@ -63,7 +89,7 @@ func verdict(p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, w workload, nsLab
 		return out, ""
 	}
 	for _, candidate := range []string{nsLabels[p.Spec.Label], p.Spec.DefaultValue} {
-		if Allowed(p, re, candidate) {
+		if allowedWith(p, re, vs, candidate) {
 			return out, candidate
 		}
 	}
@@ -88,8 +114,9 @@ func namespaceFilter(p *policyv1alpha1.LabelPolicy, managerNS string) (func(ns *
 }
 
 // audit lists every matched workload (metadata only, page by page), counts the
-// violations and, with remediate LabelOnly, labels the workloads' metadata.
-func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, re *regexp.Regexp) (*auditResult, error) {
+// violations and, with remediate LabelOnly, labels the workloads' metadata. p carries
+// the exceptions active now only (withActiveExceptions).
+func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, vs *valueSet) (*auditResult, error) {
 	inScope, err := namespaceFilter(p, r.Namespace)
 	if err != nil {
 		return nil, err
@@ -101,12 +128,13 @@ func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, r
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
 	nsLabels := map[string]map[string]string{}
+	res := &auditResult{byNamespace: map[string]int{}, exceptedByEx: map[string]int32{}, namespaces: map[string]tally{}, tenants: map[string]string{}}
 	for i := range nsList.Items {
 		if inScope(&nsList.Items[i]) {
 			nsLabels[nsList.Items[i].Name] = nsList.Items[i].Labels
+			res.tenants[nsList.Items[i].Name] = tenantOf(nsList.Items[i].Labels)
 		}
 	}
-	res := &auditResult{byNamespace: map[string]int{}}
 	top := newTopViolations()
 	for _, k := range matchKinds(p) {
 		info := kinds[k]
@@ -128,8 +156,19 @@ func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, r
 					continue
 				}
 				w := workload{kind: string(k), namespace: item.Namespace, name: item.Name, labels: item.Labels}
-				v, fix := verdict(p, re, w, nl)
+				res.workloads++
+				t := res.namespaces[item.Namespace]
+				t.workloads++
+				res.namespaces[item.Namespace] = t
+				v, fix := verdictWith(p, re, vs, w, nl)
 				if v == nil {
+					continue
+				}
+				// An excepted workload is neither a violation nor labelled: the
+				// exception says it may go without the label for now.
+				if ex := exceptedBy(p, w); ex != "" {
+					res.excepted++
+					res.exceptedByEx[ex]++
 					continue
 				}
 				if fix != "" {
@@ -140,11 +179,17 @@ func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, r
 						}
 					} else {
 						res.remediated++
+						if len(res.labelled) < maxRecentlyRemediated {
+							res.labelled = append(res.labelled, policyv1alpha1.RemediatedWorkload{Kind: w.kind, Namespace: w.namespace, Name: w.name, Value: fix})
+						}
 						continue
 					}
 				}
 				res.violations++
 				res.byNamespace[item.Namespace]++
+				t = res.namespaces[item.Namespace]
+				t.violations++
+				res.namespaces[item.Namespace] = t
 				top.add(*v)
 			}
 			cont = list.Continue

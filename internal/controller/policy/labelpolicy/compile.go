@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,10 +130,24 @@ func needsMutation(p *policyv1alpha1.LabelPolicy) bool {
 // Compile turns a LabelPolicy into admission objects for the given admission mode
 // (an AdmissionMode* constant); endpoint is used in the Webhook mode only. managerNS is
 // the manager's namespace, which, like every kube-* namespace, no generated object
-// applies to (Protected). Pure: the controller writes what it returns, and unit tests
-// read it.
+// applies to (Protected). Every exception in p.Spec.Exceptions is compiled in: the
+// controller passes a copy with the exceptions active now (withActiveExceptions).
+// Pure: the controller writes what it returns, and unit tests read it.
 func Compile(p *policyv1alpha1.LabelPolicy, mode string, endpoint *admission.Endpoint, managerNS string) Compiled {
-	c := Compiled{VAP: compileVAP(p, managerNS), VAPBinding: compileVAPBinding(p, managerNS)}
+	return CompileWith(p, mode, endpoint, managerNS, Options{})
+}
+
+// Options are what Compile needs beyond the policy, read from the world by the
+// controller.
+type Options struct {
+	// ValuesCutoff is valuesCutoff of the policy's LabelValueSet: its values that
+	// expire at or before it are retired. Zero when none has expired.
+	ValuesCutoff time.Time
+}
+
+// CompileWith is Compile with opts.
+func CompileWith(p *policyv1alpha1.LabelPolicy, mode string, endpoint *admission.Endpoint, managerNS string, opts Options) Compiled {
+	c := Compiled{VAP: compileVAP(p, managerNS, opts), VAPBinding: compileVAPBinding(p, managerNS)}
 	if !needsMutation(p) {
 		return c
 	}
@@ -244,6 +259,9 @@ func allowedExpr(p *policyv1alpha1.LabelPolicy, v string) string {
 	if p.Spec.AllowedPattern != "" {
 		alts = append(alts, fmt.Sprintf("%s.matches(%s)", v, celString(anchoredPattern(p))))
 	}
+	if p.Spec.AllowedValuesFrom != nil {
+		alts = append(alts, fmt.Sprintf("%s in variables.setValues", v))
+	}
 	if len(alts) == 0 {
 		return fmt.Sprintf("%s != ''", v)
 	}
@@ -258,6 +276,9 @@ func allowedDescription(p *policyv1alpha1.LabelPolicy) string {
 	}
 	if p.Spec.AllowedPattern != "" {
 		parts = append(parts, "a value matching "+anchoredPattern(p))
+	}
+	if f := p.Spec.AllowedValuesFrom; f != nil {
+		parts = append(parts, "an active value of LabelValueSet "+f.LabelValueSet+" (kubectl get labelvalueset "+f.LabelValueSet+" -o yaml)")
 	}
 	if len(parts) == 0 {
 		return "any non-empty value"
@@ -291,7 +312,7 @@ func RejectionMessage(p *policyv1alpha1.LabelPolicy, kind, ns, name, value strin
 	return fmt.Sprintf("LabelPolicy %s: %s %s/%s %s. Allowed: %s. To fix: %s", p.Name, kind, ns, name, what, allowedDescription(p), fixHint(p))
 }
 
-func compileVAP(p *policyv1alpha1.LabelPolicy, managerNS string) *admissionv1.ValidatingAdmissionPolicy {
+func compileVAP(p *policyv1alpha1.LabelPolicy, managerNS string, opts Options) *admissionv1.ValidatingAdmissionPolicy {
 	failure := admissionv1.Fail
 	if p.Spec.Action == policyv1alpha1.ActionAudit {
 		failure = admissionv1.Ignore
@@ -302,22 +323,45 @@ func compileVAP(p *policyv1alpha1.LabelPolicy, managerNS string) *admissionv1.Va
 		celString(" has label "+p.Spec.Label+"="),
 		celString(", which is not allowed"),
 		celString(". Allowed: "+allowedDescription(p)+". To fix: "+fixHint(p)))
+	vars := []admissionv1.Variable{
+		{Name: "value", Expression: labelOf("object", p.Spec.Label)},
+		// Updates that leave the label as it was are admitted: existing
+		// violations are the audit's business, and blocking them would stop
+		// controllers (the Deployment controller, the garbage collector) from
+		// updating the objects they manage.
+		{Name: "oldValue", Expression: fmt.Sprintf("oldObject == null ? '' : %s", labelOf("oldObject", p.Spec.Label))},
+	}
+	expr := fmt.Sprintf("(%s) || (request.operation == 'UPDATE' && oldObject != null && variables.value == variables.oldValue)", allowedExpr(p, "variables.value"))
+	var paramKind *admissionv1.ParamKind
+	if p.Spec.AllowedValuesFrom != nil {
+		paramKind = valueSetParamKind
+		vars = append(vars,
+			admissionv1.Variable{Name: "setValues", Expression: setValuesExpr(opts.ValuesCutoff)},
+			admissionv1.Variable{Name: "retired", Expression: retiredExpr})
+		// A retired value gets its own message: the person knows the value, and
+		// needs to hear that it was retired rather than mistyped.
+		msg = fmt.Sprintf(`(variables.retired ? %s + request.kind.kind + ' ' + request.namespace + '/' + (has(object.metadata.name) ? object.metadata.name : object.metadata.generateName + '*') + %s + variables.value + %s : %s)`,
+			celString("LabelPolicy "+p.Name+": "),
+			celString(" has label "+p.Spec.Label+"="),
+			celString(", which is retired in LabelValueSet "+p.Spec.AllowedValuesFrom.LabelValueSet+". Allowed: "+allowedDescription(p)+". To fix: "+fixHint(p)),
+			msg)
+	}
+	// Without exceptions the expression is exactly what it was before they existed,
+	// so a policy without them costs the API server nothing more.
+	if ex := exceptedExpr(p); ex != "" {
+		vars = append(vars, admissionv1.Variable{Name: "excepted", Expression: ex})
+		expr = "variables.excepted || " + expr
+	}
 	return &admissionv1.ValidatingAdmissionPolicy{
 		ObjectMeta: objectMeta(p),
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    &failure,
+			ParamKind:        paramKind,
 			MatchConstraints: matchConstraints(p),
 			MatchConditions:  matchConditions(managerNS),
-			Variables: []admissionv1.Variable{
-				{Name: "value", Expression: labelOf("object", p.Spec.Label)},
-				// Updates that leave the label as it was are admitted: existing
-				// violations are the audit's business, and blocking them would stop
-				// controllers (the Deployment controller, the garbage collector) from
-				// updating the objects they manage.
-				{Name: "oldValue", Expression: fmt.Sprintf("oldObject == null ? '' : %s", labelOf("oldObject", p.Spec.Label))},
-			},
+			Variables:        vars,
 			Validations: []admissionv1.Validation{{
-				Expression:        fmt.Sprintf("(%s) || (request.operation == 'UPDATE' && oldObject != null && variables.value == variables.oldValue)", allowedExpr(p, "variables.value")),
+				Expression:        expr,
 				Message:           fmt.Sprintf("LabelPolicy %s: label %s is missing or not allowed. Allowed: %s. To fix: %s", p.Name, p.Spec.Label, allowedDescription(p), fixHint(p)),
 				MessageExpression: msg,
 				Reason:            ptr.To(metav1.StatusReasonForbidden),
@@ -331,10 +375,18 @@ func compileVAPBinding(p *policyv1alpha1.LabelPolicy, managerNS string) *admissi
 	if p.Spec.Action == policyv1alpha1.ActionAudit {
 		actions = []admissionv1.ValidationAction{admissionv1.Warn, admissionv1.Audit}
 	}
+	var paramRef *admissionv1.ParamRef
+	if f := p.Spec.AllowedValuesFrom; f != nil {
+		// Without its list the policy cannot tell an allowed value: it refuses, as it
+		// refuses when it cannot be evaluated (failurePolicy Fail).
+		deny := admissionv1.DenyAction
+		paramRef = &admissionv1.ParamRef{Name: f.LabelValueSet, ParameterNotFoundAction: &deny}
+	}
 	return &admissionv1.ValidatingAdmissionPolicyBinding{
 		ObjectMeta: objectMeta(p),
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        objectName(p),
+			ParamRef:          paramRef,
 			ValidationActions: actions,
 			MatchResources:    bindingMatch(p, managerNS),
 		},
@@ -475,13 +527,14 @@ func compileWebhook(p *policyv1alpha1.LabelPolicy, e *admission.Endpoint, manage
 	}
 }
 
-// Allowed reports whether value is an allowed value of the policy's label. It is the
-// Go twin of the CEL in the generated ValidatingAdmissionPolicy, used by the audit.
+// Allowed reports whether value is an allowed value of the policy's label by
+// allowedValues and allowedPattern (allowedWith adds allowedValuesFrom). It is the Go
+// twin of the CEL in the generated ValidatingAdmissionPolicy, used by the audit.
 func Allowed(p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, value string) bool {
 	if value == "" {
 		return false
 	}
-	if len(p.Spec.AllowedValues) == 0 && p.Spec.AllowedPattern == "" {
+	if len(p.Spec.AllowedValues) == 0 && p.Spec.AllowedPattern == "" && p.Spec.AllowedValuesFrom == nil {
 		return true
 	}
 	if slices.Contains(p.Spec.AllowedValues, value) {

@@ -81,11 +81,26 @@ type auditMark struct {
 	uid        types.UID
 	generation int64
 	at         time.Time
+	// exceptions is activeKey when the audit ran.
+	exceptions string
+	// values is valuesKey when the audit ran.
+	values string
+}
+
+// valuesKey changes when the policy's LabelValueSet changes or one of its values
+// expires: the audit runs again, so running workloads with a value retired since are
+// reported without waiting for the next audit. "" without a set.
+func valuesKey(s *policyv1alpha1.LabelValueSet, now time.Time) string {
+	if s == nil {
+		return ""
+	}
+	return s.ResourceVersion + "@" + valuesCutoff(s, now).String()
 }
 
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies/finalizers,verbs=update
+// +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelvaluesets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings;mutatingwebhookconfigurations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;patch
@@ -153,6 +168,9 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 		Owns(&admissionv1.ValidatingAdmissionPolicy{}).
 		Owns(&admissionv1.ValidatingAdmissionPolicyBinding{}).
 		Owns(&admissionv1.MutatingWebhookConfiguration{}).
+		// A changed LabelValueSet is enforced by the API server at once (it is the
+		// policy's parameter); the reconcile moves the expiry cutoff and audits again.
+		Watches(&policyv1alpha1.LabelValueSet{}, handler.EnqueueRequestsFromMapFunc(r.policiesUsing)).
 		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
 		Build(r)
 	if err != nil {
@@ -201,24 +219,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !p.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	obs := observation{mode: r.admissionMode(), managerNamespace: r.Namespace}
+	now := r.now()
+	obs := observation{mode: r.admissionMode(), managerNamespace: r.Namespace, now: now}
 	re, err := CompilePattern(&p)
+	if err == nil {
+		err = validateExceptions(&p)
+	}
 	if err != nil {
 		// The CRD refuses invalid patterns; this catches what CEL's regex dialect
-		// accepts and Go's does not.
+		// accepts and Go's does not, and selectors with unknown operators.
 		obs.invalidSpec = err.Error()
 		return ctrl.Result{}, r.updateStatus(ctx, &p, obs)
 	}
-	obs.admissionErr = r.applyAdmission(ctx, &p, obs.mode)
+	// Admission and the audit see only the exceptions active now; the reconcile at the
+	// next expiry (below) compiles the policy again without the expired one.
+	active := withActiveExceptions(&p, now)
+	set, vs, err := r.valueSet(ctx, &p, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if vs != nil && set == nil {
+		obs.valueSetMissing = vs.name
+	}
+	obs.admissionErr = r.applyAdmission(ctx, active, obs.mode, Options{ValuesCutoff: valuesCutoff(set, now)})
 
-	now := r.now()
-	last, due := r.lastAudit(&p)
+	last, due := r.lastAudit(&p, now, valuesKey(set, now))
 	due = due || !now.Before(last.Add(r.auditInterval()))
 	if due {
 		// The duration is measured on the wall clock: it is how long the audit took,
 		// not a date.
 		start := time.Now()
-		res, auditErr := r.audit(ctx, &p, re)
+		res, auditErr := r.audit(ctx, active, re, vs)
 		if auditErr != nil {
 			log.FromContext(ctx).Error(auditErr, "Auditing workloads for LabelPolicy", "labelpolicy", p.Name)
 			obs.auditErr = auditErr
@@ -232,7 +263,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if obs.audit != nil {
-		r.audited.Store(p.Name, auditMark{uid: p.UID, generation: p.Generation, at: now})
+		r.audited.Store(p.Name, auditMark{uid: p.UID, generation: p.Generation, at: now, exceptions: activeKey(&p, now), values: valuesKey(set, now)})
 	}
 	if obs.admissionErr != nil {
 		return ctrl.Result{}, obs.admissionErr
@@ -244,19 +275,65 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !due {
 		next = last.Add(r.auditInterval()).Sub(now)
 	}
+	if at, ok := nextValueExpiry(set, now); ok {
+		// At a value's expiry the policy is compiled again with a later cutoff.
+		next = min(next, at.Sub(now))
+	}
+	if at, ok := nextExpiry(&p, now); ok {
+		// At the expiry the policy is compiled again without the exception. A requeue
+		// that comes a little early finds it still active and waits the rest.
+		next = min(next, at.Sub(now))
+	}
 	return ctrl.Result{RequeueAfter: next}, nil
 }
 
+// valueSet reads the policy's LabelValueSet from the cache: the set itself (nil when
+// it does not exist) and as the audit reads it at now. Both are nil without
+// allowedValuesFrom.
+func (r *Reconciler) valueSet(ctx context.Context, p *policyv1alpha1.LabelPolicy, now time.Time) (*policyv1alpha1.LabelValueSet, *valueSet, error) {
+	f := p.Spec.AllowedValuesFrom
+	if f == nil {
+		return nil, nil, nil
+	}
+	var s policyv1alpha1.LabelValueSet
+	if err := r.Get(ctx, client.ObjectKey{Name: f.LabelValueSet}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, newValueSet(f.LabelValueSet, nil, now), nil
+		}
+		return nil, nil, fmt.Errorf("reading LabelValueSet %s: %w", f.LabelValueSet, err)
+	}
+	return &s, newValueSet(f.LabelValueSet, &s, now), nil
+}
+
+// policiesUsing maps a LabelValueSet to the LabelPolicies that take values from it.
+func (r *Reconciler) policiesUsing(ctx context.Context, o client.Object) []ctrl.Request {
+	var list policyv1alpha1.LabelPolicyList
+	if err := r.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "Listing LabelPolicies for a LabelValueSet", "labelvalueset", o.GetName())
+		return nil
+	}
+	var out []ctrl.Request
+	for i := range list.Items {
+		if f := list.Items[i].Spec.AllowedValuesFrom; f != nil && f.LabelValueSet == o.GetName() {
+			out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+		}
+	}
+	return out
+}
+
 // lastAudit returns when the policy's current generation was last audited, and
-// whether an audit is due regardless of the time (never audited, or spec changed).
-func (r *Reconciler) lastAudit(p *policyv1alpha1.LabelPolicy) (time.Time, bool) {
+// whether an audit is due regardless of the time (never audited, spec changed, an
+// exception expired since: its workloads are violations now, or the LabelValueSet
+// changed, values its valuesKey). After a restart, status tells the first three only.
+func (r *Reconciler) lastAudit(p *policyv1alpha1.LabelPolicy, now time.Time, values string) (time.Time, bool) {
+	key := activeKey(p, now)
 	if v, ok := r.audited.Load(p.Name); ok {
 		m := v.(auditMark)
 		if m.uid == p.UID && m.generation == p.Generation {
-			return m.at, false
+			return m.at, m.exceptions != key || m.values != values
 		}
 	}
-	if p.Status.LastAuditTime == nil || p.Status.ObservedGeneration != p.Generation {
+	if p.Status.LastAuditTime == nil || p.Status.ObservedGeneration != p.Generation || statusActiveKey(&p.Status) != key {
 		return time.Time{}, true
 	}
 	return p.Status.LastAuditTime.Time, false

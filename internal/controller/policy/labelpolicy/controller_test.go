@@ -45,9 +45,51 @@ func TestAuditBookkeeping(t *testing.T) {
 			if tc.mark {
 				r.audited.Store("cost", auditMark{uid: "uid-1", generation: 2, at: at})
 			}
-			if _, due := r.lastAudit(tc.p); due != tc.wantDue {
+			if _, due := r.lastAudit(tc.p, at, ""); due != tc.wantDue {
 				t.Errorf("due = %v, want %v", due, tc.wantDue)
 			}
 		})
+	}
+}
+
+// An exception that expires after an audit makes the next reconcile audit again,
+// whether the manager remembers the audit or reads it from status after a restart:
+// the excepted workloads are violations from then on.
+func TestAuditAgainWhenAnExceptionExpires(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	p := testPolicy(policyv1alpha1.ActionDeny)
+	p.Generation = 2
+	p.Spec.Exceptions = []policyv1alpha1.LabelPolicyException{{Name: "migration", Namespaces: []string{"shop"}, Reason: "r", Expires: metav1.NewTime(at.Add(time.Minute))}}
+	p.Status.ObservedGeneration = 2
+	p.Status.LastAuditTime = &metav1.Time{Time: at}
+	p.Status.Exceptions = []policyv1alpha1.ExceptionStatus{{Name: "migration", State: policyv1alpha1.ExceptionActive, Expires: p.Spec.Exceptions[0].Expires}}
+
+	for _, mark := range []bool{true, false} {
+		r := &Reconciler{}
+		if mark {
+			r.audited.Store("cost", auditMark{uid: "uid-1", generation: 2, at: at, exceptions: "migration"})
+		}
+		if _, due := r.lastAudit(p, at.Add(30*time.Second), ""); due {
+			t.Errorf("mark=%v: due while the exception is active", mark)
+		}
+		if _, due := r.lastAudit(p, at.Add(time.Minute), ""); !due {
+			t.Errorf("mark=%v: not due once the exception expired", mark)
+		}
+	}
+}
+
+// A changed LabelValueSet (or a value of it expired) makes the next reconcile audit
+// again, so running workloads with a value retired since are reported at once.
+func TestAuditAgainWhenTheValueSetChanges(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	p := testPolicy(policyv1alpha1.ActionDeny)
+	p.Generation = 2
+	r := &Reconciler{}
+	r.audited.Store("cost", auditMark{uid: "uid-1", generation: 2, at: at, values: "7@0"})
+	if _, due := r.lastAudit(p, at.Add(time.Second), "7@0"); due {
+		t.Errorf("due with the set unchanged")
+	}
+	if _, due := r.lastAudit(p, at.Add(time.Second), "8@0"); !due {
+		t.Errorf("not due after the set changed")
 	}
 }

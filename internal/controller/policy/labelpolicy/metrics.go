@@ -20,8 +20,20 @@ var series = kit.ClusterSeries(MetricLabel)
 var (
 	violations = series.Gauge(prometheus.GaugeOpts{
 		Name: "orderly_labelpolicy_violations",
-		Help: "Workloads without an allowed label at a LabelPolicy's last audit, per namespace.",
+		Help: "Workloads without an allowed label at a LabelPolicy's last audit, per namespace: the 20 namespaces with the most, the rest summed in namespace=\"(other)\".",
 	}, "namespace")
+	workloads = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_labelpolicy_workloads",
+		Help: "Workloads a LabelPolicy matched at its last audit, compliant or not.",
+	})
+	tenantViolations = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_labelpolicy_tenant_violations",
+		Help: "Workloads without an allowed label at a LabelPolicy's last audit, per tenant (the namespace's tenancy.orderly.dev/tenant label; \"(none)\" without one): the 20 tenants with the most, the rest summed in tenant=\"(other)\".",
+	}, "tenant")
+	tenantWorkloads = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_labelpolicy_tenant_workloads",
+		Help: "Workloads a LabelPolicy matched at its last audit, per tenant, for the tenants of orderly_labelpolicy_tenant_violations.",
+	}, "tenant")
 	remediated = series.Counter(prometheus.CounterOpts{
 		Name: "orderly_labelpolicy_remediated_total",
 		Help: "Workloads whose metadata a LabelPolicy labelled (remediate: LabelOnly).",
@@ -50,8 +62,32 @@ func recordAdmission(key client.ObjectKey, conds []metav1.Condition) {
 func recordAudit(key client.ObjectKey, res *auditResult, seconds float64) {
 	// A namespace without violations now must not keep the count of an earlier audit.
 	violations.DeletePartialMatch(prometheus.Labels{MetricLabel: key.Name})
-	for ns, n := range res.byNamespace {
-		violations.WithLabelValues(series.Values(key, ns)...).Set(float64(n))
+	// Only namespaces with violations get a series (as before), and at most
+	// summaryTopN of them: the label's cardinality is bounded whatever the cluster.
+	withViolations := map[string]tally{}
+	for ns, t := range res.namespaces {
+		if t.violations > 0 {
+			withViolations[ns] = t
+		}
+	}
+	top, other := summarize(withViolations, nil, summaryTopN)
+	if other != nil {
+		top = append(top, *other)
+	}
+	for _, s := range top {
+		violations.WithLabelValues(series.Values(key, s.Name)...).Set(float64(s.Violations))
+	}
+	workloads.WithLabelValues(series.Values(key)...).Set(float64(res.workloads))
+	tenantViolations.DeletePartialMatch(prometheus.Labels{MetricLabel: key.Name})
+	tenantWorkloads.DeletePartialMatch(prometheus.Labels{MetricLabel: key.Name})
+	tenants, counted := byTenant(res.namespaces, res.tenants)
+	top, other = summarize(tenants, counted, summaryTopN)
+	if other != nil {
+		top = append(top, *other)
+	}
+	for _, s := range top {
+		tenantViolations.WithLabelValues(series.Values(key, s.Name)...).Set(float64(s.Violations))
+		tenantWorkloads.WithLabelValues(series.Values(key, s.Name)...).Set(float64(s.Workloads))
 	}
 	if res.remediated > 0 {
 		remediated.WithLabelValues(series.Values(key)...).Add(float64(res.remediated))

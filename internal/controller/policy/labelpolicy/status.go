@@ -32,6 +32,12 @@ const (
 	ReasonAuditFailed          = "AuditFailed"
 	ReasonRemediated           = "Remediated"
 	ReasonRemediationFailed    = "RemediationFailed"
+	// ReasonValueSetNotFound: the LabelValueSet of allowedValuesFrom does not exist,
+	// so every matched workload is refused.
+	ReasonValueSetNotFound = "ValueSetNotFound"
+	// ReasonExceptionExpired is the Event of an exception that ended: its workloads
+	// are enforced again.
+	ReasonExceptionExpired = "ExceptionExpired"
 )
 
 // observation is what one reconcile saw.
@@ -40,8 +46,13 @@ type observation struct {
 	mode string
 	// managerNamespace is the manager's namespace, out of every policy's reach.
 	managerNamespace string
-	invalidSpec      string
-	admissionErr     error
+	// now is when the reconcile started: which exceptions are active.
+	now         time.Time
+	invalidSpec string
+	// valueSetMissing names the LabelValueSet of allowedValuesFrom when it does not
+	// exist.
+	valueSetMissing string
+	admissionErr    error
 	// audit is nil when no audit ran in this reconcile.
 	audit     *auditResult
 	auditTime time.Time
@@ -94,11 +105,22 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 			" are as compiled; they never apply in namespaces "+strings.Join(st.ProtectedNamespaces, ", ")+", whatever spec.match says")
 	}
 
+	var exceptedCounts map[string]int32
+	if obs.audit != nil {
+		exceptedCounts = obs.audit.exceptedByEx
+	}
+	st.Exceptions = exceptionStatuses(p, obs.now, exceptedCounts, p.Status.Exceptions)
 	if res := obs.audit; res != nil {
 		t := metav1.NewTime(obs.auditTime.Truncate(time.Second))
+		st.Excepted = res.excepted
+		st.Workloads = res.workloads
+		st.Namespaces, st.OtherNamespaces = summarize(res.namespaces, nil, summaryTopN)
+		tenants, counted := byTenant(res.namespaces, res.tenants)
+		st.Tenants, st.OtherTenants = summarize(tenants, counted, summaryTopN)
 		st.LastAuditTime = &t
 		st.Violations = res.violations
 		st.Remediated = res.remediated
+		st.RecentlyRemediated = recentlyRemediated(res.labelled, t, st.RecentlyRemediated)
 		st.TopViolations = res.top
 		switch {
 		case res.remediationErrors > 0:
@@ -125,11 +147,44 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 		conds.False(policyv1alpha1.ConditionReady, ReasonApplyFailed, obs.admissionErr.Error())
 	case obs.auditErr != nil:
 		conds.False(policyv1alpha1.ConditionReady, ReasonAuditFailed, obs.auditErr.Error())
+	case obs.valueSetMissing != "":
+		conds.False(policyv1alpha1.ConditionReady, ReasonValueSetNotFound,
+			fmt.Sprintf("LabelValueSet %s (spec.allowedValuesFrom) does not exist: every matched workload is refused until it does; create it or change allowedValuesFrom", obs.valueSetMissing))
 	default:
 		conds.True(policyv1alpha1.ConditionReady, ReasonReady,
 			fmt.Sprintf("Enforced at admission (%s, %s); %d violating workload(s) at the last audit", st.AdmissionMode, p.Spec.Action, st.Violations))
 	}
 	return st
+}
+
+// recentlyRemediated puts the workloads an audit at t labelled before the ones
+// earlier audits did, up to maxRecentlyRemediated: the newest are what an auditor
+// asks about. Pure.
+func recentlyRemediated(labelled []policyv1alpha1.RemediatedWorkload, t metav1.Time, prev []policyv1alpha1.RemediatedWorkload) []policyv1alpha1.RemediatedWorkload {
+	if len(labelled) == 0 {
+		return prev
+	}
+	out := make([]policyv1alpha1.RemediatedWorkload, 0, maxRecentlyRemediated)
+	for _, w := range labelled {
+		w.Time = t
+		out = append(out, w)
+	}
+	for _, w := range prev {
+		if len(out) == maxRecentlyRemediated {
+			break
+		}
+		out = append(out, w)
+	}
+	return out[:min(len(out), maxRecentlyRemediated)]
+}
+
+// workloadNames names remediated workloads for an Event: "Deployment shop/web".
+func workloadNames(ws []policyv1alpha1.RemediatedWorkload) []string {
+	out := make([]string, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, fmt.Sprintf("%s %s/%s", w.Kind, w.Namespace, w.Name))
+	}
+	return out
 }
 
 func describe(top []policyv1alpha1.Violation) string {
@@ -151,8 +206,19 @@ func (r *Reconciler) updateStatus(ctx context.Context, p *policyv1alpha1.LabelPo
 			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonViolationsFound, "Audit", "%d workload(s) lack an allowed %s label, e.g. %s", res.violations, p.Spec.Label, describe(res.top))
 		}
 		if res.remediated > 0 {
-			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonRemediated, "Label", "Added label %s to the metadata of %d workload(s); pod templates untouched", p.Spec.Label, res.remediated)
+			// The names: an auditor reading Events sees which objects Orderly changed.
+			// The count beyond the examples is of all the audit labelled.
+			names := workloadNames(res.labelled)
+			names = names[:min(len(names), 5)]
+			examples := strings.Join(names, ", ")
+			if more := int(res.remediated) - len(names); more > 0 {
+				examples += fmt.Sprintf(" and %d more", more)
+			}
+			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonRemediated, "Label", "Added label %s to the metadata of %d workload(s): %s; pod templates untouched (status.recentlyRemediated)", p.Spec.Label, res.remediated, examples)
 		}
+	}
+	if expired := newlyExpired(p.Status.Exceptions, exceptionStatuses(p, obs.now, nil, nil)); len(expired) > 0 {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonExceptionExpired, "Enforce", "Exception(s) %s expired: their workloads must carry an allowed %s label again", kit.FirstN(expired, 3), p.Spec.Label)
 	}
 	if obs.admissionErr != nil {
 		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "%v", obs.admissionErr)

@@ -2,6 +2,7 @@ package labelpolicy
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -86,5 +87,30 @@ func TestComputeStatusReportsProtectedNamespaces(t *testing.T) {
 		if c == nil || !strings.Contains(c.Message, "never apply in namespaces "+strings.Join(want, ", ")) {
 			t.Errorf("manager in %q: AdmissionReady = %+v", managerNS, c)
 		}
+	}
+}
+
+// The newest labelled workloads come first, with their audit's time, and the list stays
+// within its bound however many audits label how many workloads.
+func TestRecentlyRemediated(t *testing.T) {
+	w := func(name string) policyv1alpha1.RemediatedWorkload {
+		return policyv1alpha1.RemediatedWorkload{Kind: "Deployment", Namespace: "shop", Name: name, Value: "cc-1"}
+	}
+	t1 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t2 := metav1.NewTime(t1.Add(time.Hour))
+	first := recentlyRemediated([]policyv1alpha1.RemediatedWorkload{w("a"), w("b")}, t1, nil)
+	if len(first) != 2 || !first[0].Time.Equal(&t1) {
+		t.Fatalf("first = %+v", first)
+	}
+	var many []policyv1alpha1.RemediatedWorkload
+	for i := range 19 {
+		many = append(many, w(fmt.Sprintf("n%d", i)))
+	}
+	second := recentlyRemediated(many, t2, first)
+	if len(second) != maxRecentlyRemediated || second[0].Name != "n0" || !second[0].Time.Equal(&t2) || second[19].Name != "a" || !second[19].Time.Equal(&t1) {
+		t.Errorf("second = %+v", second)
+	}
+	if got := recentlyRemediated(nil, t2, first); len(got) != 2 {
+		t.Errorf("an audit that labelled nothing dropped the earlier names: %+v", got)
 	}
 }

@@ -48,6 +48,10 @@ type Case struct {
 	Before []Workload
 	// Steps run in order once the policy is enforced; the first must create.
 	Steps []Step
+	// Probes are the steps whose outcome shows that the policy is enforced, each
+	// waited for in turn; the first step when empty. The validating and mutating
+	// policies load independently: a case whose steps need both probes both.
+	Probes []int
 }
 
 // Workload is an object in one of a case's namespaces.
@@ -116,6 +120,26 @@ var Cases = []Case{
 				WantLabel: "cc-42"},
 		},
 	},
+	{
+		ID:   "mut-except",
+		Name: "an active exception admits a workload the policy would refuse, and what can be filled in still is",
+		Spec: policyv1alpha1.LabelPolicySpec{Label: "cc-exc", Action: policyv1alpha1.ActionDefault, AllowedPattern: "cc-[0-9]+",
+			Exceptions: []policyv1alpha1.LabelPolicyException{
+				{Name: "legacy-apps", Namespaces: []string{"mut-except-legacy", "mut-except-filled"}, Reason: "being migrated", Expires: metav1.NewTime(time.Now().Add(24 * time.Hour))},
+				{Name: "batch", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "batch"}}, Reason: "batch jobs are billed centrally", Expires: metav1.NewTime(time.Now().Add(24 * time.Hour))},
+			}},
+		Namespaces: map[string]map[string]string{"ns": nil, "legacy": nil, "filled": {"cc-exc": "cc-7"}},
+		// The refusal shows the validating policy, the filled-in label the mutating one.
+		Probes: []int{0, 2},
+		Steps: []Step{
+			{Name: "outside every exception, refused", Workload: Workload{"ns", deploymentNamed("web", nil)},
+				WantErr: []string{"has no label cc-exc"}},
+			{Name: "in an excepted namespace, admitted without the label", Workload: Workload{"legacy", deploymentNamed("web", nil)}},
+			{Name: "in an excepted namespace with a label to fill in, filled in", Workload: Workload{"filled", deploymentNamed("web", nil)},
+				WantLabel: "cc-7"},
+			{Name: "a workload the selector excepts, admitted", Workload: Workload{"ns", deploymentNamed("batch", map[string]string{"tier": "batch"})}},
+		},
+	},
 }
 
 // legacy is a workload that predates the policy.
@@ -150,18 +174,24 @@ func run(t *testing.T, path Path, tc Case) {
 
 	// Wait until the API server enforces the policy: until a probe like the first
 	// step's object fares as that step says.
-	first := tc.Steps[0]
-	g.Eventually(func(g gomega.Gomega) {
-		probe := first.Object(ns(first.Namespace))
-		probe.SetGenerateName(probe.GetName() + "-probe-")
-		probe.SetName("")
-		sent := probe.DeepCopyObject().(client.Object)
-		err := c.Create(ctx, probe)
-		if err == nil {
-			_ = c.Delete(ctx, probe)
-		}
-		check(g, tc.Spec.Label, first, sent, probe, err)
-	}, path.Timeout, path.Poll).Should(gomega.Succeed(), "the policy was never enforced as the first step says")
+	probes := tc.Probes
+	if len(probes) == 0 {
+		probes = []int{0}
+	}
+	for _, i := range probes {
+		first := tc.Steps[i]
+		g.Eventually(func(g gomega.Gomega) {
+			probe := first.Object(ns(first.Namespace))
+			probe.SetGenerateName(probe.GetName() + "-probe-")
+			probe.SetName("")
+			sent := probe.DeepCopyObject().(client.Object)
+			err := c.Create(ctx, probe)
+			if err == nil {
+				_ = c.Delete(ctx, probe)
+			}
+			check(g, tc.Spec.Label, first, sent, probe, err)
+		}, path.Timeout, path.Poll).Should(gomega.Succeed(), "the policy was never enforced as step %q says", first.Name)
+	}
 
 	for _, s := range tc.Steps {
 		obj := s.Object(ns(s.Namespace))

@@ -1,0 +1,59 @@
+//go:build integration
+
+package labelpolicy
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+)
+
+// TestRemediationNamesWhatItLabelled: with remediate LabelOnly, status names each
+// workload labelled, with the value written and the audit's time, and the Remediated
+// Event names them too, so an auditor can tell which objects Orderly changed.
+func TestRemediationNamesWhatItLabelled(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	createNS(t, "remn-a", map[string]string{"test": "remn", "cc-remn": "cc-a"})
+	createNS(t, "remn-b", map[string]string{"test": "remn"})
+	g.Expect(k.Create(ctx, deployment("remn-a", "web", nil))).To(Succeed())
+	g.Expect(k.Create(ctx, deployment("remn-b", "api", nil))).To(Succeed())
+	g.Expect(k.Create(ctx, deployment("remn-b", "fine", map[string]string{"cc-remn": "cc-b"}))).To(Succeed())
+
+	p := newPolicy("remn", "cc-remn", policyv1alpha1.ActionAudit)
+	p.Spec.AllowedPattern = "cc-[a-z]"
+	p.Spec.DefaultValue = "cc-z"
+	p.Spec.Remediate = policyv1alpha1.RemediateLabelOnly
+	createPolicy(t, p)
+
+	g.Eventually(func(g Gomega) {
+		got := getPolicy(g, "remn")
+		g.Expect(got.Status.LastAuditTime).NotTo(BeNil())
+		g.Expect(got.Status.RecentlyRemediated).To(ConsistOf(
+			And(HaveField("Kind", "Deployment"), HaveField("Namespace", "remn-a"), HaveField("Name", "web"), HaveField("Value", "cc-a")),
+			And(HaveField("Kind", "Deployment"), HaveField("Namespace", "remn-b"), HaveField("Name", "api"), HaveField("Value", "cc-z")),
+		))
+		for _, w := range got.Status.RecentlyRemediated {
+			g.Expect(w.Time.IsZero()).To(BeFalse())
+		}
+	}, timeout, poll).Should(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		var list eventsv1.EventList
+		g.Expect(k.List(ctx, &list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.UID == p.UID && e.Reason == ReasonRemediated {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(strings.Join(notes, "\n")).To(And(ContainSubstring("Deployment remn-a/web"), ContainSubstring("Deployment remn-b/api")))
+	}, timeout, poll).Should(Succeed())
+}
