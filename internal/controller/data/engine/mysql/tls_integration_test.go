@@ -8,6 +8,7 @@ import (
 
 	"orderly.dev/orderly/internal/controller/data/engine"
 	"orderly.dev/orderly/internal/testmysql"
+	"orderly.dev/orderly/internal/testtls"
 )
 
 // On a server that requires TLS (require_secure_transport), Orderly connects with
@@ -21,7 +22,7 @@ func TestTLSWithTheServersCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	_, _, otherCA, err := testmysql.NewCA("some other CA")
+	otherCA, err := testtls.OtherCA()
 	if err != nil {
 		t.Fatal(err)
 	}
