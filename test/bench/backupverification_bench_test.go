@@ -21,7 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
@@ -234,14 +233,7 @@ func BenchmarkBackupVerification(b *testing.B) {
 	}
 
 	kubeconfig := benchCluster(ctx, b, "orderly-bench-bv", 1)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := newBenchClient(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, c := adminClient(b, kubeconfig)
 	saKubeconfig := managerKubeconfig(ctx, b, kubeconfig)
 	const ns = "bench-bv"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -537,14 +536,7 @@ func BenchmarkDevDatabases(b *testing.B) {
 	}
 
 	kubeconfig := benchCluster(ctx, b, "orderly-bench-db", 1)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := newBenchClient(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, c := adminClient(b, kubeconfig)
 	// The admin credentials live in the manager's namespace, which this creates.
 	saKubeconfig := managerKubeconfig(ctx, b, kubeconfig)
 	for _, e := range engines {

@@ -39,6 +39,21 @@ func newBenchClient(cfg *rest.Config) (client.WithWatch, error) {
 	return client.NewWithWatch(unlimited(cfg), client.Options{Scheme: scheme.New()})
 }
 
+// adminClient is the benchmark's client as the cluster's admin (kubeconfig), and its
+// rest config.
+func adminClient(b *testing.B, kubeconfig string) (*rest.Config, client.WithWatch) {
+	b.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := newBenchClient(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cfg, c
+}
+
 // unlimited is a copy of cfg without a client-side rate limit.
 func unlimited(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)

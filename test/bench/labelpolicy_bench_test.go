@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -184,14 +183,7 @@ func BenchmarkLabelPolicy(b *testing.B) {
 	rate := envInt("BENCH_LP_RATE", 5)
 	workloads := envInt("BENCH_LP_WORKLOADS", 10000)
 	kubeconfig := benchCluster(ctx, b, "orderly-bench-labelpolicy", 1)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := newBenchClient(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg, c := adminClient(b, kubeconfig)
 	// Creates orderly-system too, which holds the webhook's certificate Secret in the
 	// webhook phase.
 	saKubeconfig := managerKubeconfig(ctx, b, kubeconfig)

@@ -12,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -54,14 +53,7 @@ func BenchmarkSecretRotation(b *testing.B) {
 	n := envInt("BENCH_ROTATIONS", 500)
 	const perNamespace = 10
 	kubeconfig := benchCluster(ctx, b, "orderly-bench-rotation", (4*n)/900+1)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := newBenchClient(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, c := adminClient(b, kubeconfig)
 	saKubeconfig := managerKubeconfig(ctx, b, kubeconfig)
 	writers := workersOf(secretrotation.Controller)
 	ns := func(i int) string { return fmt.Sprintf("rot-%03d", i/perNamespace) }

@@ -469,14 +469,7 @@ func BenchmarkSleepSchedule(b *testing.B) {
 	total = perNamespace * namespaces
 	memoryWorkloads := envInt("BENCH_MEMORY_WORKLOADS", 10000)
 	kubeconfig := benchCluster(ctx, b, "orderly-bench-sleep", total/900+1)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := newBenchClient(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg, c := adminClient(b, kubeconfig)
 	cs, err := kubernetes.NewForConfig(unlimited(cfg))
 	if err != nil {
 		b.Fatal(err)

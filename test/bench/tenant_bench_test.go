@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -75,14 +74,7 @@ func BenchmarkTenants(b *testing.B) {
 	log.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	tenants := envInt("BENCH_TENANTS", 500)
 	kubeconfig := benchCluster(ctx, b, "orderly-bench-tenant", 1)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := newBenchClient(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, c := adminClient(b, kubeconfig)
 	saKubeconfig := managerKubeconfig(ctx, b, kubeconfig)
 	// The baseline writes as many Tenants at once as the manager reconciles at its
 	// defaults, neither side with a client-side rate limit.

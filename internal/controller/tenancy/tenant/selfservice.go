@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -158,28 +157,10 @@ func (c *clusterWrites) wanted(kind, name string, want [sha256.Size]byte) bool {
 	return ok && v.want == want
 }
 
-// applyCluster writes obj with server-side apply (as kit.Apply does) and returns what
+// applyCluster writes obj with server-side apply (kit.ApplyStored) and returns what
 // the API server stored, whose resourceVersion is remembered.
 func (r *Reconciler) applyCluster(ctx context.Context, obj client.Object) (*unstructured.Unstructured, error) {
-	gvk, err := r.GroupVersionKindFor(obj)
-	if err != nil {
-		return nil, err
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetGroupVersionKind(gvk)
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	unstructured.RemoveNestedField(u.Object, "status")
-	u.SetResourceVersion("")
-	u.SetUID("")
-	u.SetManagedFields(nil)
-	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(labels.FieldManager), client.ForceOwnership); err != nil {
-		return nil, fmt.Errorf("applying %s %q: %w", gvk.Kind, obj.GetName(), err)
-	}
-	return u, nil
+	return kit.ApplyStored(ctx, r.Client, obj)
 }
 
 // deleteControlled deletes the object of live's type named name if Tenant t controls
