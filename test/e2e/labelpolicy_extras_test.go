@@ -8,11 +8,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 )
 
 // TestLabelPolicyExceptionExpires plays a platform team that grants a namespace a
@@ -164,4 +167,55 @@ func TestLabelPolicyComplianceByTenant(t *testing.T) {
 		g.Expect(string(body)).To(ContainSubstring(`orderly_labelpolicy_tenant_violations{labelpolicy="e2e-sum",tenant="e2e-sum-shop"} 1`))
 		g.Expect(string(body)).To(ContainSubstring(`orderly_labelpolicy_tenant_workloads{labelpolicy="e2e-sum",tenant="e2e-sum-shop"} 2`))
 	}, timeout, poll).Should(Succeed())
+}
+
+// TestLabelPolicyDefaultFromTenant plays a platform team whose Tenants carry the cost
+// center: with the real Tenant controller writing the namespace (its labels and the
+// owner-uid claim) and the manager running with its own RBAC (reading Tenants), a
+// Deployment created right after someone removed the namespace's cost-center label by
+// hand still gets the Tenant's costCenter, not the policy's defaultValue, and a changed
+// costCenter is filled in without an edit of the LabelPolicy.
+func TestLabelPolicyDefaultFromTenant(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := policyClient(t)
+	tn := tenant("e2e-lp-tenant", "Delete")
+	tn.Spec.Namespaces = []tenancyv1alpha1.TenantNamespace{{Name: "e2e-lp-tenant-a", Labels: map[string]string{"e2e-labelpolicy": "e2e-tfrom"}}}
+	tn.Spec.CostCenter = "cc-t1"
+	g.Expect(k.Create(ctx, tn)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), tn) })
+	waitTenantReady(g, tn.Name)
+
+	p := labelPolicy("e2e-tfrom", policyv1alpha1.ActionDefault)
+	p.Spec.DefaultFromTenant = true
+	p.Spec.DefaultValue = "cc-default"
+	g.Expect(c.Create(ctx, p)).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
+	g.Eventually(func(g Gomega) {
+		got := waitPolicyReady(g, c, p.Name)
+		g.Expect(got.Status.TenantDefaults).To(BeNumerically(">=", 1), "the manager reads Tenants with its own RBAC")
+	}, timeout, poll).Should(Succeed())
+
+	admitted := func(g Gomega) string {
+		d := deployment("e2e-lp-tenant-a", "probe", 0)
+		g.Expect(k.Create(ctx, d, client.DryRunAll)).To(Succeed())
+		return d.Labels["cost-center"]
+	}
+	g.Eventually(admitted, timeout, poll).Should(Equal("cc-t1"))
+
+	// Removed by hand: the next create, at once, still gets the Tenant's value (the
+	// Tenant controller puts the label back later; the policy does not wait for it).
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "e2e-lp-tenant-a"}}
+	g.Expect(k.Patch(ctx, ns, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"cost-center":null}}}`)))).To(Succeed())
+	d := deployment("e2e-lp-tenant-a", "web", 0)
+	g.Expect(k.Create(ctx, d)).To(Succeed())
+	g.Expect(d.Labels).To(HaveKeyWithValue("cost-center", "cc-t1"))
+
+	g.Expect(k.Get(ctx, client.ObjectKeyFromObject(tn), tn)).To(Succeed())
+	tn.Spec.CostCenter = "cc-t2"
+	g.Expect(k.Update(ctx, tn)).To(Succeed())
+	g.Eventually(admitted, timeout, poll).Should(Equal("cc-t2"))
+	var got policyv1alpha1.LabelPolicy
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(p), &got)).To(Succeed())
+	g.Expect(got.Generation).To(Equal(int64(1)), "nobody edited the policy")
 }

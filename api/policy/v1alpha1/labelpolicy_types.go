@@ -106,6 +106,7 @@ type AllowedValuesSource struct {
 
 // LabelPolicySpec is the label a cluster's workloads must carry.
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultValue) || has(self.allowedValuesFrom) || ((!has(self.allowedValues) || size(self.allowedValues) == 0) && !has(self.allowedPattern)) || (has(self.allowedValues) && self.defaultValue in self.allowedValues) || (has(self.allowedPattern) && self.defaultValue.matches('^(?:' + self.allowedPattern + ')$'))",message="defaultValue must be one of allowedValues or match allowedPattern"
+// +kubebuilder:validation:XValidation:rule="!has(self.defaultFromTenant) || !self.defaultFromTenant || (self.label == 'cost-center' && ((has(self.action) && self.action == 'Default') || (has(self.remediate) && self.remediate == 'LabelOnly')))",message="defaultFromTenant needs label cost-center (the label Tenants set from spec.costCenter) and action Default or remediate LabelOnly: otherwise nothing is filled in from the Tenant"
 type LabelPolicySpec struct {
 	// label is the key every matched workload must carry, e.g. cost-center.
 	// +required
@@ -165,6 +166,18 @@ type LabelPolicySpec struct {
 	// anyway, so cost tools that read pods see it. It never causes a rollout by itself.
 	// +optional
 	PropagateToPodTemplate bool `json:"propagateToPodTemplate,omitempty"`
+
+	// defaultFromTenant makes the spec.costCenter of the namespace's Tenant the value
+	// filled in for a missing label, before the namespace's own label and
+	// defaultValue: by action Default at admission and by remediate LabelOnly. The
+	// Tenant is the source of truth, so the value holds even when someone removed or
+	// changed the namespace's cost-center label by hand; such namespaces are reported
+	// in status.tenantDrift. A namespace belongs to a Tenant when it carries the label
+	// tenancy.orderly.dev/tenant=<name> and records that Tenant's UID in the annotation
+	// tenancy.orderly.dev/owner-uid (as the Tenant controller writes them). Needs label
+	// cost-center, the label Tenants set, and action Default or remediate LabelOnly.
+	// +optional
+	DefaultFromTenant bool `json:"defaultFromTenant,omitempty"`
 
 	// remediate is None (default: report only) or LabelOnly (add the missing label
 	// to existing workloads' metadata, never to pod templates, so no rollout starts).
@@ -310,6 +323,27 @@ type RemediatedWorkload struct {
 	Time metav1.Time `json:"time"`
 }
 
+// TenantDrift is a namespace whose cost-center label is missing or differs from its
+// Tenant's spec.costCenter.
+type TenantDrift struct {
+	// namespace that drifted.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// tenant the namespace belongs to.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Tenant string `json:"tenant"`
+	// costCenter is the Tenant's spec.costCenter: the value workloads there get.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	CostCenter string `json:"costCenter"`
+	// value is the namespace's own cost-center label; empty when it is missing.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Value string `json:"value,omitempty"`
+}
+
 // Violation reasons.
 const (
 	ViolationMissing    = "Missing"
@@ -421,6 +455,24 @@ type LabelPolicyStatus struct {
 	// an active exception at the last audit; they are not counted in violations.
 	// +optional
 	Excepted int32 `json:"excepted,omitempty"`
+
+	// tenantDrift lists, with spec.defaultFromTenant, up to 20 namespaces (by name)
+	// whose cost-center label is missing or differs from their Tenant's
+	// spec.costCenter at the last audit. Workloads there still get the Tenant's value.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	TenantDrift []TenantDrift `json:"tenantDrift,omitempty"`
+
+	// tenantDriftNamespaces is how many namespaces drifted at the last audit, listed in
+	// tenantDrift or not.
+	// +optional
+	TenantDriftNamespaces int32 `json:"tenantDriftNamespaces,omitempty"`
+
+	// tenantDefaults is how many Tenants with spec.costCenter the generated mutating
+	// admission policy carries (spec.defaultFromTenant), at most 1000.
+	// +optional
+	TenantDefaults int32 `json:"tenantDefaults,omitempty"`
 
 	// lastAuditTime is when the last audit finished.
 	// +optional

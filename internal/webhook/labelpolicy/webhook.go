@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 	controller "orderly.dev/orderly/internal/controller/policy/labelpolicy"
 	"orderly.dev/orderly/internal/kit"
 )
@@ -43,7 +44,8 @@ var mutations = series.Counter(prometheus.CounterOpts{
 // Handler answers the admission requests of every LabelPolicy, each at
 // controller.WebhookPathPrefix + its name.
 type Handler struct {
-	// Reader reads LabelPolicies and namespace metadata, normally from the cache.
+	// Reader reads LabelPolicies, namespace metadata and (for defaultFromTenant)
+	// Tenants, normally from the cache.
 	Reader client.Reader
 	// Namespace is the manager's namespace. Like the kube-* namespaces it is out of
 	// every policy's reach (controller.Protected); the configurations already leave
@@ -128,7 +130,15 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 			mutations.WithLabelValues(series.Values(key, "error")...).Inc()
 			return admission.Errored(http.StatusInternalServerError, err)
 		}
-		mr.NamespaceLabels = ns.Labels
+		mr.NamespaceLabels, mr.NamespaceAnnotations = ns.Labels, ns.Annotations
+		if p.Spec.DefaultFromTenant {
+			var tenants tenancyv1alpha1.TenantList
+			if err := h.Reader.List(ctx, &tenants); err != nil {
+				mutations.WithLabelValues(series.Values(key, "error")...).Inc()
+				return admission.Errored(http.StatusInternalServerError, err)
+			}
+			mr.Tenants = controller.TenantIndex(tenants.Items)
+		}
 	}
 	if !controller.Mutate(&p, mr) {
 		mutations.WithLabelValues(series.Values(key, "unchanged")...).Inc()

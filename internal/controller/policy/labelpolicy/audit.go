@@ -52,6 +52,13 @@ type auditResult struct {
 	// and per exception.
 	excepted     int32
 	exceptedByEx map[string]int32
+	// drift lists the matched namespaces whose cost-center label is missing or differs
+	// from their Tenant's costCenter (defaultFromTenant), the first maxTenantDrift by
+	// name, and driftCount counts them all.
+	drift      []policyv1alpha1.TenantDrift
+	driftCount int32
+	// tenantsRead is true when the audit compared namespaces with Tenants.
+	tenantsRead bool
 	// remediationErrors counts workloads whose label could not be written.
 	remediationErrors   int
 	firstRemediationErr error
@@ -72,6 +79,12 @@ func verdict(p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, w workload, nsLab
 // verdictWith is verdict with the values of the policy's LabelValueSet (vs, nil
 // without allowedValuesFrom): a retired value is reported as Retired.
 func verdictWith(p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, vs *valueSet, w workload, nsLabels map[string]string) (violation *policyv1alpha1.Violation, fix string) {
+	return verdictFrom(p, re, vs, w, nsLabels, "")
+}
+
+// verdictFrom is verdictWith with the costCenter of the namespace's Tenant (""
+// without defaultFromTenant or Tenant), which remediation tries first.
+func verdictFrom(p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, vs *valueSet, w workload, nsLabels map[string]string, tenantCC string) (violation *policyv1alpha1.Violation, fix string) {
 	v := w.labels[p.Spec.Label]
 	if allowedWith(p, re, vs, v) {
 		return nil, ""
@@ -88,7 +101,7 @@ func verdictWith(p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, vs *valueSet,
 	if p.Spec.Remediate != policyv1alpha1.RemediateLabelOnly {
 		return out, ""
 	}
-	for _, candidate := range []string{nsLabels[p.Spec.Label], p.Spec.DefaultValue} {
+	for _, candidate := range []string{tenantCC, nsLabels[p.Spec.Label], p.Spec.DefaultValue} {
 		if allowedWith(p, re, vs, candidate) {
 			return out, candidate
 		}
@@ -115,8 +128,10 @@ func namespaceFilter(p *policyv1alpha1.LabelPolicy, managerNS string) (func(ns *
 
 // audit lists every matched workload (metadata only, page by page), counts the
 // violations and, with remediate LabelOnly, labels the workloads' metadata. p carries
-// the exceptions active now only (withActiveExceptions).
-func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, vs *valueSet) (*auditResult, error) {
+// the exceptions active now only (withActiveExceptions). tenants are the Tenants'
+// cost centers with defaultFromTenant (nil without): remediation fills them in first,
+// and the namespaces whose label drifted from them are reported.
+func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, vs *valueSet, tenants map[string]TenantDefault) (*auditResult, error) {
 	inScope, err := namespaceFilter(p, r.Namespace)
 	if err != nil {
 		return nil, err
@@ -128,13 +143,25 @@ func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, r
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
 	nsLabels := map[string]map[string]string{}
+	tenantCC := map[string]string{}
 	res := &auditResult{byNamespace: map[string]int{}, exceptedByEx: map[string]int32{}, namespaces: map[string]tally{}, tenants: map[string]string{}}
+	var drift []policyv1alpha1.TenantDrift
 	for i := range nsList.Items {
-		if inScope(&nsList.Items[i]) {
-			nsLabels[nsList.Items[i].Name] = nsList.Items[i].Labels
-			res.tenants[nsList.Items[i].Name] = tenantOf(nsList.Items[i].Labels)
+		ns := &nsList.Items[i]
+		if !inScope(ns) {
+			continue
+		}
+		nsLabels[ns.Name] = ns.Labels
+		res.tenants[ns.Name] = tenantOf(ns.Labels)
+		if tenants == nil {
+			continue
+		}
+		tenantCC[ns.Name] = tenantCostCenter(ns.Labels, ns.Annotations, tenants)
+		if d := driftOf(ns, tenants); d != nil {
+			drift = append(drift, *d)
 		}
 	}
+	res.drift, res.driftCount, res.tenantsRead = firstDrift(drift), int32(len(drift)), tenants != nil
 	top := newTopViolations()
 	for _, k := range matchKinds(p) {
 		info := kinds[k]
@@ -160,7 +187,7 @@ func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, r
 				t := res.namespaces[item.Namespace]
 				t.workloads++
 				res.namespaces[item.Namespace] = t
-				v, fix := verdictWith(p, re, vs, w, nl)
+				v, fix := verdictFrom(p, re, vs, w, nl, tenantCC[item.Namespace])
 				if v == nil {
 					continue
 				}

@@ -70,7 +70,7 @@ func TestAuditKeepsOnlyWhatIsReported(t *testing.T) {
 		p.Spec.Match.Kinds = []policyv1alpha1.Kind{policyv1alpha1.KindDeployment}
 	})
 
-	res, err := r.audit(context.Background(), p, nil, nil)
+	res, err := r.audit(context.Background(), p, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

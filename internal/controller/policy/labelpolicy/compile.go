@@ -143,6 +143,9 @@ type Options struct {
 	// ValuesCutoff is valuesCutoff of the policy's LabelValueSet: its values that
 	// expire at or before it are retired. Zero when none has expired.
 	ValuesCutoff time.Time
+	// TenantDefaults are the Tenants' cost centers, for a policy with
+	// defaultFromTenant (tenantDefaults).
+	TenantDefaults []TenantDefault
 }
 
 // CompileWith is Compile with opts.
@@ -153,7 +156,7 @@ func CompileWith(p *policyv1alpha1.LabelPolicy, mode string, endpoint *admission
 	}
 	switch mode {
 	case policyv1alpha1.AdmissionModeNative:
-		c.MAP = compileMAP(p, managerNS)
+		c.MAP = compileMAP(p, managerNS, opts)
 		c.MAPBinding = compileMAPBinding(p, managerNS)
 	case policyv1alpha1.AdmissionModeWebhook:
 		if endpoint != nil {
@@ -423,15 +426,26 @@ func hasLabelAt(p *policyv1alpha1.LabelPolicy, path []string) string {
 	return strings.Join(guards, " && ")
 }
 
-func compileMAP(p *policyv1alpha1.LabelPolicy, managerNS string) *admissionv1.MutatingAdmissionPolicy {
+func compileMAP(p *policyv1alpha1.LabelPolicy, managerNS string, opts Options) *admissionv1.MutatingAdmissionPolicy {
 	own := labelOf("object", p.Spec.Label)
 	value := own
+	var vars []admissionv1.Variable
 	if p.Spec.Action == policyv1alpha1.ActionDefault {
 		// namespaceObject is evaluated here, not in matchConditions, where the API
 		// server does not provide it to mutating policies.
 		ns := fmt.Sprintf("(namespaceObject != null && has(namespaceObject.metadata.labels) && %[1]s in namespaceObject.metadata.labels ? namespaceObject.metadata.labels[%[1]s] : '')", celString(p.Spec.Label))
-		value = fmt.Sprintf("%s != '' ? %s : (%s != '' ? %s : %s)", own, own, ns, ns, celString(p.Spec.DefaultValue))
+		fallback := fmt.Sprintf("(%s != '' ? %s : %s)", ns, ns, celString(p.Spec.DefaultValue))
+		if p.Spec.DefaultFromTenant && len(opts.TenantDefaults) > 0 {
+			// The Tenant comes before the namespace's own label: it is the source of
+			// truth, and the label may have been removed or changed by hand.
+			vars = append(vars,
+				admissionv1.Variable{Name: "tenants", Expression: tenantsExpr(opts.TenantDefaults)},
+				admissionv1.Variable{Name: "tenantCostCenter", Expression: tenantCostCenterExpr()})
+			fallback = fmt.Sprintf("(variables.tenantCostCenter != '' ? variables.tenantCostCenter : %s)", fallback)
+		}
+		value = fmt.Sprintf("%s != '' ? %s : %s", own, own, fallback)
 	}
+	vars = append(vars, admissionv1.Variable{Name: "value", Expression: value})
 	var mutations []admissionv1.Mutation
 	if p.Spec.Action == policyv1alpha1.ActionDefault {
 		mutations = append(mutations, admissionv1.Mutation{
@@ -465,7 +479,7 @@ func compileMAP(p *policyv1alpha1.LabelPolicy, managerNS string) *admissionv1.Mu
 			FailurePolicy:      &failure,
 			MatchConstraints:   matchConstraints(p),
 			MatchConditions:    matchConditions(managerNS),
-			Variables:          []admissionv1.Variable{{Name: "value", Expression: value}},
+			Variables:          vars,
 			Mutations:          mutations,
 			ReinvocationPolicy: admissionv1.NeverReinvocationPolicy,
 		},

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
@@ -101,6 +102,7 @@ func valuesKey(s *policyv1alpha1.LabelValueSet, now time.Time) string {
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies/finalizers,verbs=update
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelvaluesets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings;mutatingwebhookconfigurations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;patch
@@ -171,6 +173,10 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 		// A changed LabelValueSet is enforced by the API server at once (it is the
 		// policy's parameter); the reconcile moves the expiry cutoff and audits again.
 		Watches(&policyv1alpha1.LabelValueSet{}, handler.EnqueueRequestsFromMapFunc(r.policiesUsing)).
+		// A Tenant's costCenter is compiled into the mutating policy of every policy
+		// with defaultFromTenant; its status writes change nothing there.
+		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.policiesFromTenants),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
 		Build(r)
 	if err != nil {
@@ -241,7 +247,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if vs != nil && set == nil {
 		obs.valueSetMissing = vs.name
 	}
-	obs.admissionErr = r.applyAdmission(ctx, active, obs.mode, Options{ValuesCutoff: valuesCutoff(set, now)})
+	defaults, totalDefaults, err := r.tenantDefaultsFor(ctx, &p)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	obs.tenantDefaults, obs.tenantDefaultsTotal = len(defaults), totalDefaults
+	obs.admissionErr = r.applyAdmission(ctx, active, obs.mode, Options{ValuesCutoff: valuesCutoff(set, now), TenantDefaults: defaults})
+	var tenants map[string]TenantDefault
+	if p.Spec.DefaultFromTenant {
+		tenants = tenantIndex(defaults)
+	}
 
 	last, due := r.lastAudit(&p, now, valuesKey(set, now))
 	due = due || !now.Before(last.Add(r.auditInterval()))
@@ -249,7 +264,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The duration is measured on the wall clock: it is how long the audit took,
 		// not a date.
 		start := time.Now()
-		res, auditErr := r.audit(ctx, active, re, vs)
+		res, auditErr := r.audit(ctx, active, re, vs, tenants)
 		if auditErr != nil {
 			log.FromContext(ctx).Error(auditErr, "Auditing workloads for LabelPolicy", "labelpolicy", p.Name)
 			obs.auditErr = auditErr

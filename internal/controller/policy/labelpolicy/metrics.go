@@ -34,6 +34,10 @@ var (
 		Name: "orderly_labelpolicy_tenant_workloads",
 		Help: "Workloads a LabelPolicy matched at its last audit, per tenant, for the tenants of orderly_labelpolicy_tenant_violations.",
 	}, "tenant")
+	tenantDrift = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_labelpolicy_tenant_drift_namespaces",
+		Help: "Namespaces whose cost-center label was missing or differed from their Tenant's spec.costCenter at a LabelPolicy's last audit (policies with spec.defaultFromTenant only).",
+	})
 	remediated = series.Counter(prometheus.CounterOpts{
 		Name: "orderly_labelpolicy_remediated_total",
 		Help: "Workloads whose metadata a LabelPolicy labelled (remediate: LabelOnly).",
@@ -88,6 +92,11 @@ func recordAudit(key client.ObjectKey, res *auditResult, seconds float64) {
 	for _, s := range top {
 		tenantViolations.WithLabelValues(series.Values(key, s.Name)...).Set(float64(s.Violations))
 		tenantWorkloads.WithLabelValues(series.Values(key, s.Name)...).Set(float64(s.Workloads))
+	}
+	if res.tenantsRead {
+		tenantDrift.WithLabelValues(series.Values(key)...).Set(float64(res.driftCount))
+	} else {
+		tenantDrift.DeletePartialMatch(prometheus.Labels{MetricLabel: key.Name})
 	}
 	if res.remediated > 0 {
 		remediated.WithLabelValues(series.Values(key)...).Add(float64(res.remediated))

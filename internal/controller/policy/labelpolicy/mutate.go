@@ -19,6 +19,12 @@ type MutationRequest struct {
 	OldObject map[string]any
 	// NamespaceLabels are the labels of the object's namespace.
 	NamespaceLabels map[string]string
+	// NamespaceAnnotations are the annotations of the object's namespace: with
+	// defaultFromTenant, its owner-uid says which Tenant it belongs to.
+	NamespaceAnnotations map[string]string
+	// Tenants are the Tenants' cost centers by tenant name, for a policy with
+	// defaultFromTenant; nil otherwise.
+	Tenants map[string]TenantDefault
 }
 
 // Mutate fills the policy's label in on req.Object exactly as the
@@ -32,6 +38,9 @@ func Mutate(p *policyv1alpha1.LabelPolicy, req MutationRequest) bool {
 	key := p.Spec.Label
 	own := getString(req.Object, "metadata", "labels", key)
 	value := own
+	if p.Spec.Action == policyv1alpha1.ActionDefault && value == "" && p.Spec.DefaultFromTenant {
+		value = tenantCostCenter(req.NamespaceLabels, req.NamespaceAnnotations, req.Tenants)
+	}
 	if p.Spec.Action == policyv1alpha1.ActionDefault && value == "" {
 		value = req.NamespaceLabels[key]
 		if value == "" {

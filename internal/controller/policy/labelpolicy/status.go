@@ -35,6 +35,9 @@ const (
 	// ReasonValueSetNotFound: the LabelValueSet of allowedValuesFrom does not exist,
 	// so every matched workload is refused.
 	ReasonValueSetNotFound = "ValueSetNotFound"
+	// ReasonTenantCostCenterDrift is the Event of an audit that found namespaces whose
+	// cost-center label is missing or differs from their Tenant's costCenter.
+	ReasonTenantCostCenterDrift = "TenantCostCenterDrift"
 	// ReasonExceptionExpired is the Event of an exception that ended: its workloads
 	// are enforced again.
 	ReasonExceptionExpired = "ExceptionExpired"
@@ -52,7 +55,11 @@ type observation struct {
 	// valueSetMissing names the LabelValueSet of allowedValuesFrom when it does not
 	// exist.
 	valueSetMissing string
-	admissionErr    error
+	// tenantDefaults is how many Tenants' cost centers were compiled in
+	// (defaultFromTenant), out of tenantDefaultsTotal with a costCenter.
+	tenantDefaults      int
+	tenantDefaultsTotal int
+	admissionErr        error
 	// audit is nil when no audit ran in this reconcile.
 	audit     *auditResult
 	auditTime time.Time
@@ -82,10 +89,10 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 			fmt.Sprintf("Action %s fills nothing in", p.Spec.Action))
 	case obs.mode == policyv1alpha1.AdmissionModeNative:
 		conds.True(policyv1alpha1.ConditionDefaultingAvailable, ReasonMutatingPolicyServed,
-			"Labels are filled in by a MutatingAdmissionPolicy")
+			"Labels are filled in by a MutatingAdmissionPolicy"+tenantDefaultsNote(p, obs))
 	case obs.mode == policyv1alpha1.AdmissionModeWebhook:
-		conds.True(policyv1alpha1.ConditionDefaultingAvailable, ReasonWebhook,
-			"Labels are filled in by Orderly's mutating webhook (MutatingWebhookConfiguration "+objectName(p)+"), because MutatingAdmissionPolicy is not in use; while the webhook is unreachable, missing labels are rejected by the validating policy")
+		msg := "Labels are filled in by Orderly's mutating webhook (MutatingWebhookConfiguration " + objectName(p) + "), because MutatingAdmissionPolicy is not in use; while the webhook is unreachable, missing labels are rejected by the validating policy"
+		conds.True(policyv1alpha1.ConditionDefaultingAvailable, ReasonWebhook, msg)
 	default:
 		conds.False(policyv1alpha1.ConditionDefaultingAvailable, ReasonMutationUnavailable,
 			"Neither a MutatingAdmissionPolicy (not served by the API server, or switched off) nor Orderly's webhook (not configured) can fill labels in: missing labels are rejected instead of filled in, and pod templates are not labelled")
@@ -110,6 +117,10 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 		exceptedCounts = obs.audit.exceptedByEx
 	}
 	st.Exceptions = exceptionStatuses(p, obs.now, exceptedCounts, p.Status.Exceptions)
+	st.TenantDefaults = int32(obs.tenantDefaults)
+	if !p.Spec.DefaultFromTenant {
+		st.TenantDrift, st.TenantDriftNamespaces = nil, 0
+	}
 	if res := obs.audit; res != nil {
 		t := metav1.NewTime(obs.auditTime.Truncate(time.Second))
 		st.Excepted = res.excepted
@@ -122,6 +133,7 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 		st.Remediated = res.remediated
 		st.RecentlyRemediated = recentlyRemediated(res.labelled, t, st.RecentlyRemediated)
 		st.TopViolations = res.top
+		st.TenantDrift, st.TenantDriftNamespaces = res.drift, res.driftCount
 		switch {
 		case res.remediationErrors > 0:
 			conds.False(policyv1alpha1.ConditionCompliant, ReasonRemediationFailed,
@@ -217,6 +229,10 @@ func (r *Reconciler) updateStatus(ctx context.Context, p *policyv1alpha1.LabelPo
 			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonRemediated, "Label", "Added label %s to the metadata of %d workload(s): %s; pod templates untouched (status.recentlyRemediated)", p.Spec.Label, res.remediated, examples)
 		}
 	}
+	if res := obs.audit; res != nil && res.driftCount > 0 && res.driftCount != p.Status.TenantDriftNamespaces {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonTenantCostCenterDrift, "Audit",
+			"%d namespace(s) have no or another cost-center label than their Tenant's costCenter, e.g. %s; their workloads get the Tenant's value (status.tenantDrift)", res.driftCount, describeDrift(res.drift))
+	}
 	if expired := newlyExpired(p.Status.Exceptions, exceptionStatuses(p, obs.now, nil, nil)); len(expired) > 0 {
 		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonExceptionExpired, "Enforce", "Exception(s) %s expired: their workloads must carry an allowed %s label again", kit.FirstN(expired, 3), p.Spec.Label)
 	}
@@ -230,4 +246,17 @@ func (r *Reconciler) updateStatus(ctx context.Context, p *policyv1alpha1.LabelPo
 		o.Status = computeStatus(o, obs)
 		recordAdmission(client.ObjectKeyFromObject(o), o.Status.Conditions)
 	})
+}
+
+// tenantDefaultsNote says, for a Default policy with defaultFromTenant, how many
+// Tenants' cost centers the mutating policy carries, and when some were left out.
+func tenantDefaultsNote(p *policyv1alpha1.LabelPolicy, obs observation) string {
+	if p.Spec.Action != policyv1alpha1.ActionDefault || !p.Spec.DefaultFromTenant {
+		return ""
+	}
+	note := fmt.Sprintf(", from the costCenter of %d Tenant(s) first", obs.tenantDefaults)
+	if obs.tenantDefaultsTotal > obs.tenantDefaults {
+		note += fmt.Sprintf(" (%d of %d Tenants with a costCenter: the rest, last by name, fall back to their namespaces' label)", obs.tenantDefaults, obs.tenantDefaultsTotal)
+	}
+	return note
 }
