@@ -147,3 +147,137 @@ func BenchmarkTenants(b *testing.B) {
 	b.ReportMetric(orderly.Seconds()/baseline.Seconds(), "ratio")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
 }
+
+// quotaBenchPod is a pod for the totalQuota benchmark (it never needs to run: the
+// quota is charged when the API server admits it).
+func quotaBenchPod(ns string, i int) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("burst-%d", i)},
+		Spec: corev1.PodSpec{
+			Containers:  []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}},
+			Tolerations: []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+		},
+	}
+}
+
+// BenchmarkTenantTotalQuotaRebalance: one Tenant with totalQuota pods: 500 across 50
+// namespaces (10 each); a burst of 5 pods in each of 25 namespaces; the time until
+// Orderly has moved the headroom (every quota's spec.hard at used + the equal share of
+// what is left, 7 or 8) and until the quota controller has published it (status.hard),
+// against the same 50 quota writes made straight to the API server.
+func BenchmarkTenantTotalQuotaRebalance(b *testing.B) {
+	ctx := context.Background()
+	log.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	namespaces := envInt("BENCH_QUOTA_NAMESPACES", 50)
+	busy, perNS := namespaces/2, 5
+	total := int64(namespaces * 10)
+	kubeconfig := benchCluster(ctx, b, "orderly-bench-tquota", 1)
+	_, c := adminClient(b, kubeconfig)
+	saKubeconfig := managerKubeconfig(ctx, b, kubeconfig)
+	writers := workersOf(tenant.Controller)
+	nsName := func(i int) string { return fmt.Sprintf("tq-%03d", i) }
+
+	// Baseline: 50 quota limits changed straight through the API server.
+	for i := range namespaces {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("base-%03d", i)}}); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("base-%03d", i), Name: "q"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	start := time.Now()
+	if err := parallel(namespaces, writers, func(i int) error {
+		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("base-%03d", i), Name: "q"}}
+		return c.Patch(ctx, q, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"hard":{"pods":"12"}}}`)))
+	}); err != nil {
+		b.Fatal(err)
+	}
+	baseline := time.Since(start)
+
+	mgr := startManager(b, saKubeconfig)
+	tn := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "tq"}, Spec: tenancyv1alpha1.TenantSpec{
+		TotalQuota: &tenancyv1alpha1.TenantTotalQuota{Hard: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(total, resource.DecimalSI)}},
+	}}
+	for i := range namespaces {
+		tn.Spec.Namespaces = append(tn.Spec.Namespaces, tenancyv1alpha1.TenantNamespace{Name: nsName(i)})
+	}
+	if err := c.Create(ctx, tn); err != nil {
+		b.Fatal(err)
+	}
+	// settled reports whether every quota's spec.hard is want(i), and whether the quota
+	// controller has published it.
+	settled := func(want func(i int) int64) (specDone, published bool) {
+		var list corev1.ResourceQuotaList
+		if err := c.List(ctx, &list, client.MatchingLabels{tenancyv1alpha1.TenantLabel: "tq"}); err != nil {
+			b.Fatal(err)
+		}
+		got := map[string]corev1.ResourceQuota{}
+		for _, q := range list.Items {
+			got[q.Namespace] = q
+		}
+		specDone, published = true, true
+		for i := range namespaces {
+			q, ok := got[nsName(i)]
+			h, st := q.Spec.Hard[corev1.ResourcePods], q.Status.Hard[corev1.ResourcePods]
+			if !ok || h.Value() != want(i) {
+				specDone = false
+			}
+			if !ok || st.Cmp(h) != 0 {
+				published = false
+			}
+		}
+		return specDone, published
+	}
+	waitFor := func(what string, want func(i int) int64, from time.Time) (spec, pub time.Duration) {
+		for {
+			s, p := settled(want)
+			if s && spec == 0 {
+				spec = time.Since(from)
+			}
+			if s && p {
+				return spec, time.Since(from)
+			}
+			if time.Since(from) > 10*time.Minute {
+				b.Fatalf("%s: quotas not settled after 10 minutes; manager log: %s", what, mgr.logPath)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitFor("equal split", func(int) int64 { return 10 }, time.Now())
+
+	// The burst: 5 pods in each of the first 25 namespaces, all at once.
+	start = time.Now()
+	if err := parallel(busy*perNS, 2*writers, func(j int) error {
+		return c.Create(ctx, quotaBenchPod(nsName(j%busy), j/busy))
+	}); err != nil {
+		b.Fatal(err)
+	}
+	burst := time.Since(start)
+	left := total - int64(busy*perNS)
+	share, extra := left/int64(namespaces), left%int64(namespaces)
+	want := func(i int) int64 {
+		w := share
+		if int64(i) < extra {
+			w++
+		}
+		if i < busy {
+			w += int64(perNS)
+		}
+		return w
+	}
+	spec, published := waitFor("rebalance", want, start)
+	reconciles := scrapeCounter(mgr.metricsURL, `controller_runtime_reconcile_total{controller="tenant"`)
+
+	fmt.Printf("\nTenant totalQuota benchmark: %d namespaces, pods %d in total, a burst of %d pods in %d namespaces; Orderly at its default flags, as its ServiceAccount\n",
+		namespaces, total, busy*perNS, busy)
+	fmt.Printf("  baseline: %d quota limits patched straight through the API   %8.3fs\n", namespaces, baseline.Seconds())
+	fmt.Printf("  burst: pods created                                          %8.3fs\n", burst.Seconds())
+	fmt.Printf("  orderly: every spec.hard at its new share (from the burst)   %8.3fs\n", spec.Seconds())
+	fmt.Printf("  cluster: every status.hard published by the quota controller %8.3fs\n", published.Seconds())
+	fmt.Printf("  Tenant reconciles in the run                                 %8.0f\n", reconciles)
+	fmt.Printf("  ratio orderly (spec.hard, minus the burst)/baseline          %8.2fx\n", (spec-burst).Seconds()/baseline.Seconds())
+	b.ReportMetric(spec.Seconds(), "rebalance-s")
+	b.ReportMetric((spec-burst).Seconds()/baseline.Seconds(), "ratio")
+}

@@ -158,6 +158,21 @@ type TenantQuota struct {
 	Hard corev1.ResourceList `json:"hard"`
 }
 
+// TenantTotalQuota is a limit across all the tenant's namespaces.
+type TenantTotalQuota struct {
+	// hard is the limit for each named resource, summed over every namespace of the
+	// tenant, with the names of ResourceQuota's spec.hard (pods, requests.cpu,
+	// limits.memory, count/deployments.apps, ...). Orderly enforces it through the
+	// ResourceQuota it keeps in each namespace: each namespace may use what it uses now
+	// plus an equal share of what the tenant has left (see docs/tenant.md).
+	// +required
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=12
+	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(string(self[k])))",message="every totalQuota.hard value must be a quantity, such as 4, 500m or 2Gi"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="totalQuota.hard values must not be negative"
+	Hard corev1.ResourceList `json:"hard"`
+}
+
 // TenantLimitRange is the container LimitRange put in every tenant namespace.
 // +kubebuilder:validation:XValidation:rule="has(self.default) || has(self.defaultRequest)",message="limitRange needs default or defaultRequest"
 type TenantLimitRange struct {
@@ -293,6 +308,15 @@ type TenantSpec struct {
 	// +optional
 	Quota *TenantQuota `json:"quota,omitempty"`
 
+	// totalQuota, when set, limits what all the tenant's namespaces use together.
+	// Orderly keeps the ResourceQuota of each namespace at what the namespace uses plus
+	// an equal share of the tenant's remaining headroom, and moves the headroom as usage
+	// changes; no webhook is in the pod path. Where quota.hard names the same resource,
+	// a namespace's limit is the smaller of quota.hard and its share. Status reports
+	// the tenant's total usage.
+	// +optional
+	TotalQuota *TenantTotalQuota `json:"totalQuota,omitempty"`
+
 	// limitRange, when set, puts one container LimitRange in every tenant namespace.
 	// +optional
 	LimitRange *TenantLimitRange `json:"limitRange,omitempty"`
@@ -425,6 +449,27 @@ type TenantNamespaceStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
+
+	// quota is the usage of the ResourceQuota Orderly keeps in the namespace, for the
+	// resources of spec.quota and spec.totalQuota; absent when there is none.
+	// +optional
+	Quota *TenantQuotaUsage `json:"quota,omitempty"`
+}
+
+// TenantQuotaUsage is what a quota allows and what is used of it.
+type TenantQuotaUsage struct {
+	// hard is the limit of each resource: for a namespace, the ResourceQuota's
+	// spec.hard that Orderly set; for the tenant, spec.totalQuota.hard.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Hard corev1.ResourceList `json:"hard,omitempty"`
+
+	// used is what is in use of each resource: for a namespace, the ResourceQuota's
+	// status.used (as the API server counts it); for the tenant, the sum over its
+	// namespaces.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Used corev1.ResourceList `json:"used,omitempty"`
 }
 
 // Condition types of a Tenant.
@@ -449,6 +494,11 @@ const (
 	// ConditionAllowedEnforced is True when spec.allowed is set and its admission
 	// policy is in place (absent without spec.allowed); its message says what is allowed.
 	ConditionAllowedEnforced = "AllowedEnforced"
+	// ConditionTotalQuotaAvailable is True while the tenant uses less than
+	// spec.totalQuota.hard of every resource, and False (reason TotalQuotaReached) when
+	// it has reached the limit of one: no namespace of the tenant can then use more of
+	// it until usage drops. Absent without spec.totalQuota.
+	ConditionTotalQuotaAvailable = "TotalQuotaAvailable"
 )
 
 // TenantStatus is the observed state of a Tenant.
@@ -481,12 +531,17 @@ type TenantStatus struct {
 	// +listMapKey=name
 	Namespaces []TenantNamespaceStatus `json:"namespaces,omitempty"`
 
+	// totalQuota is spec.totalQuota.hard and the sum of what the tenant's namespaces use
+	// of it; absent without spec.totalQuota.
+	// +optional
+	TotalQuota *TenantQuotaUsage `json:"totalQuota,omitempty"`
+
 	// conditions: Ready, NamespaceConflict, ResourcesReady, RoleBindingsAllowed,
-	// SelfServiceReady, DeletionProtected and AllowedEnforced.
+	// SelfServiceReady, DeletionProtected, AllowedEnforced and TotalQuotaAvailable.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MaxItems=12
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 

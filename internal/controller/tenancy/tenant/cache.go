@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -143,10 +145,56 @@ func childMetadata(in any) (any, error) {
 		p.ObjectMeta = meta
 		return p, nil
 	}
+	if q, ok := obj.(*corev1.ResourceQuota); ok {
+		// A quota keeps its limits and usage too: spec.totalQuota is planned from them
+		// and status reports them. At most quotaCacheResources of each, so that an
+		// object anyone labels managed-by cannot grow the cache.
+		return &corev1.ResourceQuota{
+			TypeMeta:   q.TypeMeta,
+			ObjectMeta: meta,
+			Spec:       corev1.ResourceQuotaSpec{Hard: boundedResources(q.Spec.Hard)},
+			Status:     corev1.ResourceQuotaStatus{Hard: boundedResources(q.Status.Hard), Used: boundedResources(q.Status.Used)},
+		}, nil
+	}
 	out := reflect.New(reflect.TypeOf(obj).Elem())
 	out.Elem().FieldByName("TypeMeta").Set(reflect.ValueOf(obj).Elem().FieldByName("TypeMeta"))
 	out.Elem().FieldByName("ObjectMeta").Set(reflect.ValueOf(meta))
 	return out.Interface(), nil
+}
+
+// quotaCacheResources is the most resources of each list the cache keeps of a quota:
+// a Tenant's quota names those of quota.hard and totalQuota.hard.
+const quotaCacheResources = 64
+
+// boundedResources is the first quotaCacheResources entries of l, by name.
+func boundedResources(l corev1.ResourceList) corev1.ResourceList {
+	if len(l) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(l))
+	for r := range l {
+		names = append(names, string(r))
+	}
+	slices.Sort(names)
+	out := make(corev1.ResourceList, min(len(names), quotaCacheResources))
+	for _, n := range names[:min(len(names), quotaCacheResources)] {
+		out[corev1.ResourceName(n)] = l[corev1.ResourceName(n)].DeepCopy()
+	}
+	return out
+}
+
+// quotaStatusChanged lets through the updates of a quota whose enforced limits or
+// usage changed: the quota controller's and the API server's status writes, which
+// ownedChanged leaves out.
+var quotaStatusChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.ResourceQuota)
+		n, ok2 := e.ObjectNew.(*corev1.ResourceQuota)
+		return ok1 && ok2 && (!equality.Semantic.DeepEqual(o.Status.Used, n.Status.Used) || !equality.Semantic.DeepEqual(o.Status.Hard, n.Status.Hard))
+	},
 }
 
 // convergedChildren remembers, for each child, what Orderly last saw hold exactly what

@@ -200,7 +200,7 @@ func TestNamespaceSelectorRefusesForgeableLabels(t *testing.T) {
 	}
 	tn := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
 	tn.Spec.NetworkPolicy.AllowFrom = []tenancyv1alpha1.TenantNamespaceSelector{{MatchLabels: map[string]string{"team": "x"}}}
-	if peers := buildChildren(tn, "ns").networkPolicy.Spec.Ingress[0].From; len(peers) != 1 {
+	if peers := buildChildren(tn, "ns", nil).networkPolicy.Spec.Ingress[0].From; len(peers) != 1 {
 		t.Errorf("peers = %d, want only the tenant's own namespaces", len(peers))
 	}
 }

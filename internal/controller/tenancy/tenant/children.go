@@ -111,8 +111,9 @@ func normalizeSubjects(in []rbacv1.Subject) []rbacv1.Subject {
 	return out
 }
 
-// buildChildren computes the desired objects of namespace ns; pure, so it is unit tested.
-func buildChildren(t *tenancyv1alpha1.Tenant, ns string) desiredChildren {
+// buildChildren computes the desired objects of namespace ns; planned is the limit of
+// each totalQuota resource in ns (planQuotas). Pure, so it is unit tested.
+func buildChildren(t *tenancyv1alpha1.Tenant, ns string, planned corev1.ResourceList) desiredChildren {
 	var d desiredChildren
 	if len(t.Spec.Owners) > 0 {
 		d.roleBindings = append(d.roleBindings, &rbacv1.RoleBinding{
@@ -128,10 +129,10 @@ func buildChildren(t *tenancyv1alpha1.Tenant, ns string) desiredChildren {
 			Subjects:   normalizeSubjects(b.Subjects),
 		})
 	}
-	if t.Spec.Quota != nil {
+	if hard := quotaHard(t, planned); hard != nil {
 		d.quota = &corev1.ResourceQuota{
 			ObjectMeta: childMeta(t, ns, quotaName),
-			Spec:       corev1.ResourceQuotaSpec{Hard: t.Spec.Quota.Hard.DeepCopy()},
+			Spec:       corev1.ResourceQuotaSpec{Hard: hard},
 		}
 	}
 	if lr := t.Spec.LimitRange; lr != nil {
@@ -209,8 +210,8 @@ func namespaceSelector(sel tenancyv1alpha1.TenantNamespaceSelector) (*metav1.Lab
 // when the API server refuses a RoleBinding because the manager may not bind its role.
 // The additionalRoleBindings whose indexes are in skip are refused: they are not
 // created, and removed if they exist.
-func (r *Reconciler) reconcileChildren(ctx context.Context, t *tenancyv1alpha1.Tenant, ns string, skip sets.Set[int]) (string, error) {
-	d := buildChildren(t, ns)
+func (r *Reconciler) reconcileChildren(ctx context.Context, t *tenancyv1alpha1.Tenant, ns string, skip sets.Set[int], planned corev1.ResourceList) (string, error) {
+	d := buildChildren(t, ns, planned)
 	keep := map[string]bool{}
 	var conflicts []string
 	// A binding the API server refuses to let the manager create does not hold up the
@@ -368,7 +369,9 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancy
 		// The apply's result is not at hand: the next reconcile reads it once.
 		r.converged.forget(kind, current)
 	}
-	if wasReady(t, key.Namespace) {
+	// Under totalQuota a quota's limits move with usage: a write is a rebalance, not
+	// the repair of someone's change.
+	if wasReady(t, key.Namespace) && (kind != kindResourceQuota || t.Spec.TotalQuota == nil) {
 		r.repaired(ctx, t, desired, kind, "Reverted changes to")
 	}
 	return "", nil

@@ -62,7 +62,7 @@ func TestBuildChildren(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := buildChildren(tt.tenant(), "ns1")
+			d := buildChildren(tt.tenant(), "ns1", nil)
 			var names []string
 			for _, rb := range d.roleBindings {
 				names = append(names, rb.Name)
@@ -129,7 +129,7 @@ func TestBuildChildrenDefaultsRequestsLikeTheAPIServer(t *testing.T) {
 		Default:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 		DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
 	}
-	got := buildChildren(tn, "ns").limitRange.Spec.Limits[0].DefaultRequest
+	got := buildChildren(tn, "ns", nil).limitRange.Spec.Limits[0].DefaultRequest
 	if got.Cpu().String() != "100m" {
 		t.Errorf("explicit request changed: cpu %s, want 100m", got.Cpu())
 	}

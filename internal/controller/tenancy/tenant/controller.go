@@ -14,12 +14,15 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -139,6 +142,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&corev1.LimitRange{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged)).
 		Owns(&networkingv1.NetworkPolicy{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.tenantsForNamespace)).
+		// The usage and enforced limits of the tenants' quotas: typed, with only
+		// limits and usage kept (childMetadata).
+		Watches(&corev1.ResourceQuota{}, handler.Funcs{UpdateFunc: r.quotaUsageChanged}, builder.WithPredicates(quotaStatusChanged)).
 		Owns(&admissionv1.ValidatingAdmissionPolicyBinding{}).
 		Owns(&rbacv1.ClusterRole{}).
 		Owns(&rbacv1.ClusterRoleBinding{}).
@@ -168,6 +174,30 @@ func (r *Reconciler) selfServiceTenants(ctx context.Context, o client.Object) []
 		}
 	}
 	return reqs
+}
+
+// usageRefresh is how long a Tenant without totalQuota waits before a change of its
+// quotas' usage is reported: a burst of pods then brings one reconcile, not one each.
+const usageRefresh = 10 * time.Second
+
+// quotaUsageChanged enqueues the Tenant that controls a quota whose usage or enforced
+// limits changed: at once when it has totalQuota (its headroom must move), after
+// usageRefresh when the change is only to be reported.
+func (r *Reconciler) quotaUsageChanged(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	ref := metav1.GetControllerOfNoCopy(e.ObjectNew)
+	if ref == nil || ref.Kind != "Tenant" || ref.APIVersion != tenancyv1alpha1.GroupVersion.String() || e.ObjectNew.GetName() != quotaName {
+		return
+	}
+	var t tenancyv1alpha1.Tenant
+	if err := r.Get(ctx, client.ObjectKey{Name: ref.Name}, &t); err != nil || t.UID != ref.UID {
+		return
+	}
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: t.Name}}
+	if t.Spec.TotalQuota != nil {
+		q.Add(req)
+		return
+	}
+	q.AddAfter(req, usageRefresh)
 }
 
 // tenantsForNamespace maps a namespace to the Tenants that own, may adopt, or list it.
@@ -225,16 +255,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// The prevent-deletion policy before the namespaces get the label it reads.
 	protection := r.reconcilePreventDeletion(ctx, &t)
 	allowed := r.reconcileAllowed(ctx, &t)
+	// The limits of the quotas are planned from what every namespace uses, before any
+	// namespace's quota is written.
+	quotas, err := r.reconcileQuotaPlan(ctx, &t)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	results := make([]namespaceResult, 0, len(t.Spec.Namespaces))
 	for i := range t.Spec.Namespaces {
-		results = append(results, r.reconcileNamespace(ctx, &t, &t.Spec.Namespaces[i], skip))
+		results = append(results, r.reconcileNamespace(ctx, &t, &t.Spec.Namespaces[i], skip, quotas))
 	}
 	// Self-service: the admission objects first, then the namespaces the owners made.
 	ss := r.reconcileSelfService(ctx, &t)
 	selfService := sets.New[string]()
 	for i := range ss.namespaces {
 		selfService.Insert(ss.namespaces[i].Name)
-		results = append(results, r.reconcileSelfServiceNamespace(ctx, &t, &ss.namespaces[i], skip))
+		results = append(results, r.reconcileSelfServiceNamespace(ctx, &t, &ss.namespaces[i], skip, quotas))
 	}
 	for _, name := range ss.notAdmitted {
 		results = append(results, namespaceResult{name: name, state: tenancyv1alpha1.NamespaceConflict, message: fmt.Sprintf(
@@ -260,7 +296,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, res.err
 		}
 	}
-	if err := r.updateStatus(ctx, &t, results, refused, ss, protection, allowed); err != nil {
+	if err := r.updateStatus(ctx, &t, results, refused, ss, protection, allowed, quotas); err != nil {
 		return ctrl.Result{}, err
 	}
 	if ss.err != nil {

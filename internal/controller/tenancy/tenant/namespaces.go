@@ -157,7 +157,7 @@ func (r *Reconciler) reserved(name string) string {
 
 // reconcileNamespace creates or claims one namespace, keeps its metadata, and then
 // converges the objects inside it.
-func (r *Reconciler) reconcileNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant, spec *tenancyv1alpha1.TenantNamespace, skipBindings sets.Set[int]) namespaceResult {
+func (r *Reconciler) reconcileNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant, spec *tenancyv1alpha1.TenantNamespace, skipBindings sets.Set[int], quotas quotaState) namespaceResult {
 	res := namespaceResult{name: spec.Name, state: tenancyv1alpha1.NamespaceReady}
 	if why := r.reserved(spec.Name); why != "" {
 		res.state, res.message = tenancyv1alpha1.NamespaceConflict, why
@@ -193,7 +193,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, t *tenancyv1alpha1.
 			return failed(res, fmt.Errorf("removing the adopt annotation of namespace %q: %w", ns.Name, err))
 		}
 	}
-	if msg, err := r.reconcileChildren(ctx, t, ns.Name, skipBindings); err != nil || msg != "" {
+	if msg, err := r.reconcileChildren(ctx, t, ns.Name, skipBindings, quotas.plan[ns.Name]); err != nil || msg != "" {
 		res.state, res.message, res.err = tenancyv1alpha1.NamespaceFailed, msg, err
 		if err != nil && msg == "" {
 			res.message = err.Error()

@@ -300,7 +300,7 @@ func admittedSince(ns *corev1.Namespace, since *metav1.Time) bool {
 // reconcileSelfServiceNamespace adopts one self-service namespace (its origin is
 // self-service: Orderly did not create it and never deletes it) and converges the
 // objects in it as in a listed namespace.
-func (r *Reconciler) reconcileSelfServiceNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant, ns *corev1.Namespace, skipBindings sets.Set[int]) namespaceResult {
+func (r *Reconciler) reconcileSelfServiceNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant, ns *corev1.Namespace, skipBindings sets.Set[int], quotas quotaState) namespaceResult {
 	res := namespaceResult{name: ns.Name, state: tenancyv1alpha1.NamespaceReady, selfService: true}
 	if !ns.DeletionTimestamp.IsZero() {
 		res.state, res.message = tenancyv1alpha1.NamespacePending, fmt.Sprintf("self-service namespace %q is terminating", ns.Name)
@@ -317,7 +317,7 @@ func (r *Reconciler) reconcileSelfServiceNamespace(ctx context.Context, t *tenan
 		log.FromContext(ctx).Info("Adopted self-service Namespace into Tenant", "namespace", ns.Name)
 		r.Recorder.Eventf(t, ns, corev1.EventTypeNormal, "SelfServiceNamespaceAdopted", "Adopt", "Set up self-service namespace %s", ns.Name)
 	}
-	if msg, err := r.reconcileChildren(ctx, t, ns.Name, skipBindings); err != nil || msg != "" {
+	if msg, err := r.reconcileChildren(ctx, t, ns.Name, skipBindings, quotas.plan[ns.Name]); err != nil || msg != "" {
 		res.state, res.message, res.err = tenancyv1alpha1.NamespaceFailed, msg, err
 		if err != nil && msg == "" {
 			res.message = err.Error()
