@@ -3,6 +3,7 @@
 package mysql
 
 import (
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -85,7 +86,7 @@ func (p *hangProxy) pipe(dst, src net.Conn) {
 			}
 		}
 		if err != nil {
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				_ = dst.Close()
 			}
 			return
