@@ -83,7 +83,14 @@ func TestS3OverTLS(t *testing.T) {
 		if c := meta.FindStatusCondition(got.Status.Conditions, "Ready"); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonCertificateNotTrusted {
 			t.Errorf("Ready: %+v", c)
 		}
-		// Retried, but after a backoff, not at once.
+		// Retried, but after a backoff, not at once. The next run's time may be
+		// written by a later status update than the run's result.
+		for wait := time.Now().Add(timeout); got.Status.NextRunTime == nil && time.Now().Before(wait); {
+			time.Sleep(poll)
+			if err := k.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if next := got.Status.NextRunTime; next == nil || next.Sub(got.Status.LastRun.StartTime.Time) < 20*time.Second {
 			t.Errorf("next run %v after a run started %v: want a backoff", next, got.Status.LastRun.StartTime)
 		}
