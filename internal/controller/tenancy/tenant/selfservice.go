@@ -330,21 +330,11 @@ func (r *Reconciler) reconcileSelfServiceNamespace(ctx context.Context, t *tenan
 // computeStatus), or removes it when selfService is not set, and makes Ready False
 // when self-service is not in place.
 func setSelfServiceStatus(t *tenancyv1alpha1.Tenant, st *tenancyv1alpha1.TenantStatus, out selfServiceOutcome) {
-	if !out.enabled {
-		meta.RemoveStatusCondition(&st.Conditions, tenancyv1alpha1.ConditionSelfServiceReady)
-		return
-	}
-	conds := kit.ConditionsOf(&st.Conditions, t.Generation)
-	if out.reason != "" {
-		conds.False(tenancyv1alpha1.ConditionSelfServiceReady, out.reason, out.message)
-		if meta.IsStatusConditionTrue(st.Conditions, tenancyv1alpha1.ConditionReady) {
-			conds.False(tenancyv1alpha1.ConditionReady, out.reason, "Self-service is not in place: "+out.message)
-		}
-		return
-	}
-	conds.True(tenancyv1alpha1.ConditionSelfServiceReady, ReasonSelfServiceReady,
-		fmt.Sprintf("Owners may create up to %d namespaces labelled %s=%s (%d created)",
-			t.Spec.SelfService.MaxNamespaces, tenancyv1alpha1.TenantLabel, t.Name, st.SelfServiceNamespaces))
+	setFeatureCondition(t, st, out.enabled, tenancyv1alpha1.ConditionSelfServiceReady, out.reason, out.message, "Self-service is not in place: ",
+		func() (string, string) {
+			return ReasonSelfServiceReady, fmt.Sprintf("Owners may create up to %d namespaces labelled %s=%s (%d created)",
+				t.Spec.SelfService.MaxNamespaces, tenancyv1alpha1.TenantLabel, t.Name, st.SelfServiceNamespaces)
+		})
 }
 
 // Reasons of the DeletionProtected condition.
@@ -388,20 +378,10 @@ func (r *Reconciler) reconcilePreventDeletion(ctx context.Context, t *tenancyv1a
 // setProtectionStatus adds the DeletionProtected condition to st, or removes it when
 // preventDeletion is not set, and makes Ready False when the protection is not in place.
 func setProtectionStatus(t *tenancyv1alpha1.Tenant, st *tenancyv1alpha1.TenantStatus, out protectionOutcome) {
-	if !out.enabled {
-		meta.RemoveStatusCondition(&st.Conditions, tenancyv1alpha1.ConditionDeletionProtected)
-		return
-	}
-	conds := kit.ConditionsOf(&st.Conditions, t.Generation)
-	if out.reason != "" {
-		conds.False(tenancyv1alpha1.ConditionDeletionProtected, out.reason, out.message)
-		if meta.IsStatusConditionTrue(st.Conditions, tenancyv1alpha1.ConditionReady) {
-			conds.False(tenancyv1alpha1.ConditionReady, out.reason, "Deletion protection is not in place: "+out.message)
-		}
-		return
-	}
-	conds.True(tenancyv1alpha1.ConditionDeletionProtected, ReasonDeletionProtected,
-		"The API server refuses to delete this Tenant and its namespaces until spec.preventDeletion is set to false")
+	setFeatureCondition(t, st, out.enabled, tenancyv1alpha1.ConditionDeletionProtected, out.reason, out.message, "Deletion protection is not in place: ",
+		func() (string, string) {
+			return ReasonDeletionProtected, "The API server refuses to delete this Tenant and its namespaces until spec.preventDeletion is set to false"
+		})
 }
 
 // Reasons of the AllowedEnforced condition.
@@ -461,17 +441,27 @@ func allowedSummary(a *tenancyv1alpha1.TenantAllowed) string {
 // setAllowedStatus adds the AllowedEnforced condition to st, or removes it without
 // spec.allowed, and makes Ready False when the policy is not in place.
 func setAllowedStatus(t *tenancyv1alpha1.Tenant, st *tenancyv1alpha1.TenantStatus, out protectionOutcome) {
-	if !out.enabled {
-		meta.RemoveStatusCondition(&st.Conditions, tenancyv1alpha1.ConditionAllowedEnforced)
+	setFeatureCondition(t, st, out.enabled, tenancyv1alpha1.ConditionAllowedEnforced, out.reason, out.message, "spec.allowed is not enforced: ",
+		func() (string, string) { return ReasonAllowedEnforced, allowedSummary(t.Spec.Allowed) })
+}
+
+// setFeatureCondition sets the condition cond of an optional Tenant feature: removed
+// when the feature is off; False with reason and message when it is not in place, and
+// then Ready False too (prefixed by notInPlace); otherwise True with what inPlace says.
+func setFeatureCondition(t *tenancyv1alpha1.Tenant, st *tenancyv1alpha1.TenantStatus, enabled bool, cond, reason, message, notInPlace string,
+	inPlace func() (reason, message string)) {
+	if !enabled {
+		meta.RemoveStatusCondition(&st.Conditions, cond)
 		return
 	}
 	conds := kit.ConditionsOf(&st.Conditions, t.Generation)
-	if out.reason != "" {
-		conds.False(tenancyv1alpha1.ConditionAllowedEnforced, out.reason, out.message)
+	if reason != "" {
+		conds.False(cond, reason, message)
 		if meta.IsStatusConditionTrue(st.Conditions, tenancyv1alpha1.ConditionReady) {
-			conds.False(tenancyv1alpha1.ConditionReady, out.reason, "spec.allowed is not enforced: "+out.message)
+			conds.False(tenancyv1alpha1.ConditionReady, reason, notInPlace+message)
 		}
 		return
 	}
-	conds.True(tenancyv1alpha1.ConditionAllowedEnforced, ReasonAllowedEnforced, allowedSummary(t.Spec.Allowed))
+	r, m := inPlace()
+	conds.True(cond, r, m)
 }
