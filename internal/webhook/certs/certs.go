@@ -1,8 +1,16 @@
 // Package certs gives Orderly's webhook server a TLS serving certificate that Orderly
 // manages itself: a private CA and a serving certificate signed by it, kept in one
 // Secret so that every replica serves the same certificate, renewed before it
-// expires. The CA certificate is what the webhook configurations carry as caBundle.
+// expires. The CA certificates are what the webhook configurations carry as caBundle.
 // Clusters with cert-manager use files instead (see FileCA).
+//
+// A CA is replaced in two steps, so that no replica ever serves a certificate the
+// configurations do not trust yet: when the CA enters its last year a next CA is
+// staged (published in the caBundle beside the current one, signing nothing), and
+// only once it has been published for CAStageFor does it sign the serving
+// certificate; the CA it replaces stays in the caBundle until it expires, for the
+// replicas that still serve its certificate until their next check. Only a deleted or
+// unreadable Secret makes a new CA at once.
 package certs
 
 import (
@@ -37,10 +45,14 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 
-// Keys of the Secret, beside the standard tls.crt and tls.key.
+// Keys of the Secret, beside the standard tls.crt and tls.key. ca.crt signed tls.crt;
+// ca-next is the staged CA, ca-previous.crt the one ca.crt replaced.
 const (
-	KeyCACert = "ca.crt"
-	KeyCAKey  = "ca.key"
+	KeyCACert         = "ca.crt"
+	KeyCAKey          = "ca.key"
+	KeyNextCACert     = "ca-next.crt"
+	KeyNextCAKey      = "ca-next.key"
+	KeyPreviousCACert = "ca-previous.crt"
 )
 
 // Lifetimes and when to renew.
@@ -56,6 +68,15 @@ const (
 	// replica still serving the old certificate fails every call until it reads the
 	// Secret again. A GET a minute per replica keeps that window short.
 	CheckInterval = time.Minute
+	// CAStageFor is how long a next CA is published in the caBundle before it signs
+	// the serving certificate: the leader reads the Secret within a CheckInterval and
+	// writes the webhook configurations within another minute, so ten minutes leave
+	// room for a slow API server.
+	CAStageFor = 10 * time.Minute
+	// backdate is how far before its creation a certificate's NotBefore lies (clock
+	// skew between the API server and Orderly); a staged CA's age counts from its
+	// NotBefore plus this.
+	backdate = time.Hour
 )
 
 // bundle is the decoded content of the Secret.
@@ -63,6 +84,11 @@ type bundle struct {
 	caPEM, caKeyPEM, certPEM, keyPEM []byte
 	ca, leaf                         *x509.Certificate
 	pair                             tls.Certificate
+	// next is the staged CA (nil when none), previousPEM the CA that ca replaced.
+	next                *x509.Certificate
+	nextPEM, nextKeyPEM []byte
+	previous            *x509.Certificate
+	previousPEM         []byte
 }
 
 // Manager keeps the webhook's certificate in a Secret and serves it from memory.
@@ -100,13 +126,26 @@ func (m *Manager) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	return &b.pair, nil
 }
 
-// CABundle is the PEM CA certificate that signs the serving certificate.
+// CABundle is the PEM CA certificates the webhook configurations must trust: the one
+// that signs the serving certificate, a staged next one, and the one it replaced
+// while that has not expired.
 func (m *Manager) CABundle() ([]byte, error) {
 	b := m.current.Load()
 	if b == nil {
 		return nil, errors.New("the webhook's CA certificate is not loaded yet")
 	}
-	return b.caPEM, nil
+	return b.caBundle(m.now()), nil
+}
+
+func (b *bundle) caBundle(now time.Time) []byte {
+	out := slices.Clone(b.caPEM)
+	if b.next != nil {
+		out = append(out, b.nextPEM...)
+	}
+	if b.previous != nil && now.Before(b.previous.NotAfter) {
+		out = append(out, b.previousPEM...)
+	}
+	return out
 }
 
 // NeedLeaderElection: every replica serves the webhook, so every replica keeps its
@@ -167,21 +206,24 @@ func (m *Manager) Ensure(ctx context.Context) error {
 			return fmt.Errorf("secret %s/%s exists and was not created by Orderly: delete or rename it, or give the manager another --webhook-secret", m.Namespace, m.Name)
 		}
 		b, decodeErr := decode(s.Data)
-		if decodeErr == nil && !m.due(b) {
+		var nb *bundle
+		var what string
+		if decodeErr != nil {
+			// Unreadable: start again with a new CA (the only case that cannot be staged).
+			if nb, err = m.issue(nil); err != nil {
+				return err
+			}
+			what = "issued a new CA and serving certificate (the Secret did not decode: " + decodeErr.Error() + ")"
+		} else if nb, what, err = m.renew(b); err != nil {
+			return err
+		}
+		if nb == nil {
 			if prev := m.current.Load(); prev != nil && !bytes.Equal(prev.certPEM, b.certPEM) {
 				log.FromContext(ctx).Info("Loaded the webhook's serving certificate renewed by another replica", "secret", m.Namespace+"/"+m.Name,
 					"notAfter", b.leaf.NotAfter, "newCA", !bytes.Equal(prev.caPEM, b.caPEM))
 			}
 			m.current.Store(b)
 			return nil
-		}
-		var keep *bundle
-		if decodeErr == nil && m.now().Add(caRenewBefore).Before(b.ca.NotAfter) {
-			keep = b // only the serving certificate is due: keep the CA, so caBundle stays valid
-		}
-		nb, err := m.issue(keep)
-		if err != nil {
-			return err
 		}
 		s.Data = nb.data()
 		if err := m.Client.Update(ctx, &s); err != nil {
@@ -190,17 +232,71 @@ func (m *Manager) Ensure(ctx context.Context) error {
 			}
 			return fmt.Errorf("renewing the certificate in Secret %s/%s: %w", m.Namespace, m.Name, err)
 		}
-		log.FromContext(ctx).Info("Renewed the webhook's serving certificate", "secret", m.Namespace+"/"+m.Name, "notAfter", nb.leaf.NotAfter, "newCA", keep == nil)
+		log.FromContext(ctx).Info("Renewed the webhook's certificates: "+what, "secret", m.Namespace+"/"+m.Name, "notAfter", nb.leaf.NotAfter, "caNotAfter", nb.ca.NotAfter)
 		m.current.Store(nb)
 		return nil
 	}
 	return fmt.Errorf("secret %s/%s keeps changing under Orderly; try again", m.Namespace, m.Name)
 }
 
-// due says whether b must be replaced: near its end, or not for the names it must serve.
-func (m *Manager) due(b *bundle) bool {
+// renew returns what must replace b, and why, or nil when b is good as it is. The CA
+// moves in two steps (see the package comment): stage a next CA, then, once it has
+// been published for CAStageFor, sign with it.
+func (m *Manager) renew(b *bundle) (*bundle, string, error) {
 	now := m.now()
-	if now.After(b.leaf.NotBefore.Add(leafRenewAfter)) || now.Add(caRenewBefore).After(b.ca.NotAfter) {
+	caDue := now.Add(caRenewBefore).After(b.ca.NotAfter)
+	switch {
+	case !now.Before(b.ca.NotAfter):
+		// Expired already (the cluster was off through the whole last year): nothing
+		// trusts it any more, so there is nothing to stage for.
+		nb, err := m.issue(nil)
+		if err != nil {
+			return nil, "", err
+		}
+		return nb, "the CA had expired: issued a new CA at once", nil
+	case caDue && b.next == nil:
+		nb := b.clone()
+		var err error
+		if nb.next, nb.nextPEM, nb.nextKeyPEM, err = m.newCA(); err != nil {
+			return nil, "", err
+		}
+		if m.leafDue(b) {
+			if nb, err = m.issue(nb); err != nil {
+				return nil, "", err
+			}
+		}
+		return nb, "staged a next CA in the caBundle; it signs from " + now.Add(CAStageFor).Format(time.RFC3339), nil
+	case b.next != nil && !now.Before(b.next.NotBefore.Add(backdate+CAStageFor)):
+		promoted := b.clone()
+		promoted.previous, promoted.previousPEM = b.ca, b.caPEM
+		promoted.ca, promoted.caPEM, promoted.caKeyPEM = b.next, b.nextPEM, b.nextKeyPEM
+		promoted.next, promoted.nextPEM, promoted.nextKeyPEM = nil, nil, nil
+		nb, err := m.issue(promoted)
+		if err != nil {
+			return nil, "", err
+		}
+		return nb, "the staged CA now signs the serving certificate; the old one stays in the caBundle until it expires", nil
+	case m.leafDue(b):
+		nb, err := m.issue(b)
+		if err != nil {
+			return nil, "", err
+		}
+		return nb, "new serving certificate from the same CA", nil
+	}
+	return nil, "", nil
+}
+
+// clone copies b's CA material (the certificate pair is reissued by issue).
+func (b *bundle) clone() *bundle {
+	c := *b
+	return &c
+}
+
+// leafDue says whether b's serving certificate must be replaced: near its end, not
+// for the names it must serve, or not signed by the CA that should sign it.
+func (m *Manager) leafDue(b *bundle) bool {
+	now := m.now()
+	if now.After(b.leaf.NotBefore.Add(leafRenewAfter)) {
 		return true
 	}
 	for _, n := range m.DNSNames {
@@ -216,44 +312,22 @@ func (m *Manager) due(b *bundle) bool {
 	return b.leaf.CheckSignatureFrom(b.ca) != nil
 }
 
-// issue signs a new serving certificate with keep's CA, or with a new CA when keep is nil.
+// issue signs a new serving certificate with keep's CA (keeping its staged and
+// previous CAs), or with a new CA when keep is nil.
 func (m *Manager) issue(keep *bundle) (*bundle, error) {
 	now := m.now()
 	b := &bundle{}
-	var caKey *ecdsa.PrivateKey
 	if keep != nil {
-		b.ca, b.caPEM, b.caKeyPEM = keep.ca, keep.caPEM, keep.caKeyPEM
-		k, err := parseKey(keep.caKeyPEM)
-		if err != nil {
-			return nil, err
-		}
-		caKey = k
+		*b = *keep
 	} else {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
+		var err error
+		if b.ca, b.caPEM, b.caKeyPEM, err = m.newCA(); err != nil {
 			return nil, err
 		}
-		caKey = k
-		tmpl := &x509.Certificate{
-			SerialNumber:          serial(),
-			Subject:               pkix.Name{CommonName: "orderly-webhook-ca", Organization: []string{"Orderly"}},
-			NotBefore:             now.Add(-time.Hour),
-			NotAfter:              now.Add(caLifetime),
-			KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-			BasicConstraintsValid: true,
-			IsCA:                  true,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-		if err != nil {
-			return nil, err
-		}
-		if b.ca, err = x509.ParseCertificate(der); err != nil {
-			return nil, err
-		}
-		b.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-		if b.caKeyPEM, err = encodeKey(k); err != nil {
-			return nil, err
-		}
+	}
+	caKey, err := parseKey(b.caKeyPEM)
+	if err != nil {
+		return nil, err
 	}
 	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -266,7 +340,7 @@ func (m *Manager) issue(keep *bundle) (*bundle, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: cn, Organization: []string{"Orderly"}},
-		NotBefore:    now.Add(-time.Hour),
+		NotBefore:    now.Add(-backdate),
 		NotAfter:     now.Add(leafLifetime),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
@@ -284,13 +358,51 @@ func (m *Manager) issue(keep *bundle) (*bundle, error) {
 	return decode(b.data())
 }
 
+// newCA makes a CA certificate and its key.
+func (m *Manager) newCA() (*x509.Certificate, []byte, []byte, error) {
+	now := m.now()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "orderly-webhook-ca", Organization: []string{"Orderly"}},
+		NotBefore:             now.Add(-backdate),
+		NotAfter:              now.Add(caLifetime),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	keyPEM, err := encodeKey(k)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
+}
+
 func (b *bundle) data() map[string][]byte {
-	return map[string][]byte{
+	d := map[string][]byte{
 		KeyCACert:               b.caPEM,
 		KeyCAKey:                b.caKeyPEM,
 		corev1.TLSCertKey:       b.certPEM,
 		corev1.TLSPrivateKeyKey: b.keyPEM,
 	}
+	if b.next != nil {
+		d[KeyNextCACert], d[KeyNextCAKey] = b.nextPEM, b.nextKeyPEM
+	}
+	if b.previous != nil {
+		d[KeyPreviousCACert] = b.previousPEM
+	}
+	return d
 }
 
 func decode(d map[string][]byte) (*bundle, error) {
@@ -307,6 +419,18 @@ func decode(d map[string][]byte) (*bundle, error) {
 	}
 	if _, err := parseKey(b.caKeyPEM); err != nil {
 		return nil, fmt.Errorf("%s: %w", KeyCAKey, err)
+	}
+	// A staged or previous CA that does not decode is dropped, not fatal: the next
+	// renewal stages a new one.
+	if len(d[KeyNextCACert]) > 0 {
+		if next, err := parseCert(d[KeyNextCACert]); err == nil {
+			if _, err := parseKey(d[KeyNextCAKey]); err == nil {
+				b.next, b.nextPEM, b.nextKeyPEM = next, d[KeyNextCACert], d[KeyNextCAKey]
+			}
+		}
+	}
+	if prev, err := parseCert(d[KeyPreviousCACert]); err == nil {
+		b.previous, b.previousPEM = prev, d[KeyPreviousCACert]
 	}
 	return b, nil
 }

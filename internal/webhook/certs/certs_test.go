@@ -35,7 +35,7 @@ func TestIssueVerifiesForTheServedNames(t *testing.T) {
 	if _, err := b.leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "evil.example"}); err == nil {
 		t.Error("serving certificate verifies for a name it must not serve")
 	}
-	if m.due(b) {
+	if m.leafDue(b) {
 		t.Error("a fresh certificate is due")
 	}
 	// The Secret's content round-trips.
@@ -67,8 +67,8 @@ func TestDue(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk.SetTime(tc.at)
 			m.DNSNames = tc.names
-			if got := m.due(b); got != tc.want {
-				t.Errorf("due = %v, want %v", got, tc.want)
+			if got := m.leafDue(b); got != tc.want {
+				t.Errorf("leafDue = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -151,6 +151,114 @@ func TestReplicaPicksUpAReissuedCAWithinMinutes(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Start: %v", err)
+	}
+}
+
+// A CA in its last year is replaced in two steps: first staged beside the current one
+// in the caBundle (the serving certificate unchanged), then, CAStageFor later, used to
+// sign; the replaced CA stays in the caBundle until it expires. At no step does a
+// replica serve a certificate that the caBundle published one step earlier does not
+// trust.
+func TestCARotationIsStagedThroughTheCABundle(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(start)
+	m := &Manager{Client: c, Reader: c, Namespace: "orderly-system", Name: "orderly-webhook-tls", DNSNames: []string{"a.svc"}, Clock: clk}
+	ensure := func() {
+		t.Helper()
+		if err := m.Ensure(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	served := func() *x509.Certificate {
+		t.Helper()
+		pair, err := m.GetCertificate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := x509.ParseCertificate(pair.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return leaf
+	}
+	trusts := func(bundle []byte, leaf *x509.Certificate) bool {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(bundle) {
+			t.Fatal("caBundle does not parse")
+		}
+		_, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "a.svc", CurrentTime: clk.Now(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+		return err == nil
+	}
+	countCAs := func(bundle []byte) int { return bytes.Count(bundle, []byte("BEGIN CERTIFICATE")) }
+
+	ensure()
+	firstBundle, _ := m.CABundle()
+	firstLeaf := served()
+	if countCAs(firstBundle) != 1 {
+		t.Fatalf("a fresh Secret publishes %d CAs, want 1", countCAs(firstBundle))
+	}
+
+	// Nine years and a month on, the CA is in its last year: a next CA is staged.
+	clk.SetTime(start.Add(9*365*24*time.Hour + 30*24*time.Hour))
+	ensure()
+	staged, _ := m.CABundle()
+	if countCAs(staged) != 2 {
+		t.Fatalf("after staging the caBundle holds %d CAs, want the current and the next", countCAs(staged))
+	}
+	if !bytes.HasPrefix(staged, firstBundle) {
+		t.Error("staging dropped the current CA from the caBundle")
+	}
+	// The serving certificate is renewed yearly; here it is due too, and must still
+	// come from the current CA, which is all the configurations trusted a step ago.
+	stagedLeaf := served()
+	if stagedLeaf.Equal(firstLeaf) {
+		t.Error("the serving certificate, due for renewal, was not renewed")
+	}
+	if !trusts(firstBundle, stagedLeaf) {
+		t.Error("while the next CA is only staged, the serving certificate must come from the current CA")
+	}
+
+	// Before CAStageFor has passed nothing changes.
+	clk.SetTime(clk.Now().Add(CAStageFor / 2))
+	ensure()
+	if !served().Equal(stagedLeaf) {
+		t.Error("the staged CA was used before CAStageFor")
+	}
+
+	// After CAStageFor the staged CA signs; the old CA stays published.
+	clk.SetTime(clk.Now().Add(CAStageFor))
+	ensure()
+	promotedLeaf := served()
+	if promotedLeaf.Equal(stagedLeaf) {
+		t.Fatal("the staged CA was not promoted after CAStageFor")
+	}
+	if trusts(firstBundle, promotedLeaf) {
+		t.Error("the promoted serving certificate still comes from the old CA")
+	}
+	if !trusts(staged, promotedLeaf) {
+		t.Error("the promoted serving certificate is not trusted by the caBundle published while staging")
+	}
+	promoted, _ := m.CABundle()
+	if !trusts(promoted, stagedLeaf) {
+		t.Error("after promotion the caBundle no longer trusts the old CA's certificate, which other replicas serve until their next check")
+	}
+
+	// A replica that starts now reads the same state from the Secret.
+	other := &Manager{Client: c, Reader: c, Namespace: m.Namespace, Name: m.Name, DNSNames: m.DNSNames, Clock: clk}
+	if err := other.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := other.CABundle(); !bytes.Equal(got, promoted) {
+		t.Error("another replica publishes a different caBundle from the same Secret")
+	}
+
+	// Once the old CA expires it leaves the caBundle.
+	clk.SetTime(start.Add(10*365*24*time.Hour + 24*time.Hour))
+	ensure()
+	if got, _ := m.CABundle(); countCAs(got) != 1 || !trusts(got, served()) {
+		t.Errorf("after the old CA expired the caBundle holds %d CAs, want only the one that signs", countCAs(got))
 	}
 }
 
