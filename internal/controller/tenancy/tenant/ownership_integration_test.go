@@ -3,6 +3,8 @@
 package tenant
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"maps"
@@ -74,11 +76,22 @@ func versions(g Gomega, namespace string) map[string]string {
 }
 
 // expectQuiet checks that, once converged, Orderly writes nothing more in namespace.
+// It first waits for a second without writes: what the caller waited for can be
+// visible before the reconcile that made it has written its last object (a
+// migration moves field ownership after the labels look right), and on a loaded
+// machine that last write lands inside the quiet window.
 func expectQuiet(t *testing.T, namespace, tenant string) {
 	t.Helper()
 	g := NewWithT(t)
-	before := versions(g, namespace)
-	tenantBefore := getTenant(g, tenant).ResourceVersion
+	var before map[string]string
+	var tenantBefore string
+	g.Eventually(func(g Gomega) {
+		first, firstTenant := versions(g, namespace), getTenant(g, tenant).ResourceVersion
+		time.Sleep(time.Second)
+		before, tenantBefore = versions(g, namespace), getTenant(g, tenant).ResourceVersion
+		g.Expect(before).To(Equal(first))
+		g.Expect(tenantBefore).To(Equal(firstTenant))
+	}, timeout, poll).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(versions(g, namespace)).To(Equal(before))
 		g.Expect(getTenant(g, tenant).ResourceVersion).To(Equal(tenantBefore))
