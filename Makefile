@@ -34,7 +34,11 @@ run: build ## Start the local cluster (and a local PostgreSQL if installed), app
 	$(ORDERLY) manager --kubeconfig "$$($(ORDERLY) dev kubeconfig)" --leader-elect=false --log-format console --metrics-bind-address :18080 --health-probe-bind-address :18081
 
 .PHONY: test
-test: prerequisites verify lint unit integration e2e ## Install what the tests need, run every check and all three test tiers.
+# Integration and e2e run side by side: each starts API servers of its own (envtest, or
+# the run's own local cluster) and spends most of its time waiting on them, so together
+# they take little longer than e2e alone. Each tier's output is printed when it ends.
+test: prerequisites verify lint unit ## Install what the tests need, run every check and all three test tiers.
+	$(MAKE) --no-print-directory --output-sync=target -j2 integration e2e
 
 ##@ Prerequisites
 # Everything else `make test` needs (the Kubernetes binaries, controller-gen,
@@ -54,9 +58,12 @@ MARIADB_INSTALL := sudo apt-get install -y mariadb-server
 # The OCI registry of the image test (hack/image) is found where internal/testregistry
 # looks: $ORDERLY_REGISTRY_BIN, else docker-registry on PATH.
 REGISTRY_INSTALL := sudo apt-get install -y docker-registry
+# The DNS server of the ServiceDomain tests is found where internal/testdns looks:
+# $ORDERLY_NAMED_BIN, else named on PATH or /usr/sbin/named (Debian's bind9).
+NAMED_INSTALL := sudo apt-get install -y bind9
 
 .PHONY: prerequisites
-prerequisites: ## Install PostgreSQL's, MariaDB's and Prometheus' servers and an OCI registry for the tests when missing (apt-get, as root); otherwise say how.
+prerequisites: ## Install PostgreSQL's, MariaDB's and Prometheus' servers, an OCI registry and a DNS server (bind9) for the tests when missing (apt-get, as root); otherwise say how.
 	@if [ -n "$${ORDERLY_POSTGRES_BIN_DIR:-}" ]; then \
 		test -x "$$ORDERLY_POSTGRES_BIN_DIR/initdb" || { echo "ORDERLY_POSTGRES_BIN_DIR=$$ORDERLY_POSTGRES_BIN_DIR holds no initdb"; exit 1; }; \
 	elif ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then \
@@ -110,6 +117,20 @@ prerequisites: ## Install PostgreSQL's, MariaDB's and Prometheus' servers and an
 		else \
 			echo "The image tests need an OCI registry. Install it with: $(REGISTRY_INSTALL)"; \
 			echo "(or set ORDERLY_REGISTRY_BIN to a registry binary)"; \
+			exit 1; \
+		fi; \
+	fi
+	@if [ -n "$${ORDERLY_NAMED_BIN:-}" ]; then \
+		test -x "$$ORDERLY_NAMED_BIN" || { echo "ORDERLY_NAMED_BIN=$$ORDERLY_NAMED_BIN is not an executable"; exit 1; }; \
+	elif ! command -v named >/dev/null && ! [ -x /usr/sbin/named ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "Installing a DNS server (Debian's bind9 package) for the ServiceDomain tests"; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends bind9; \
+			[ -x /usr/sbin/named ] || { echo "apt-get installed bind9 but no /usr/sbin/named is there"; exit 1; }; \
+		else \
+			echo "The ServiceDomain tests need a DNS server. Install it with: $(NAMED_INSTALL)"; \
+			echo "(or set ORDERLY_NAMED_BIN to a named binary)"; \
 			exit 1; \
 		fi; \
 	fi
@@ -183,8 +204,12 @@ CHART_RBAC := \
 	canary=./internal/controller/delivery/canary \
 	databaseserver=./internal/controller/data/databaseserver \
 	devdatabase=./internal/controller/data/devdatabase \
+	imagepolicy=./internal/controller/policy/imagepolicy \
+	imagescan=./internal/controller/policy/imagescan \
 	labelpolicy=./internal/controller/policy/labelpolicy+./internal/webhook/... \
+	placement=./internal/controller/fleet/placement \
 	secretrotation=./internal/controller/secrets/secretrotation \
+	servicedomain=./internal/controller/network/servicedomain \
 	sleepschedule=./internal/controller/power/sleepschedule \
 	tenant=./internal/controller/tenancy/tenant \
 	metrics-auth=./cmd/orderly

@@ -336,10 +336,13 @@ func TestDisabledControllerGetsNoRBAC(t *testing.T) {
 			}
 		})
 	}
-	// The webhook's Service goes with LabelPolicy, the kinds' aggregated role with
-	// SleepSchedule.
-	if Find(template(t, "controllers.labelpolicy.enabled=false"), "Service", "orderly-webhook") != nil {
-		t.Error("Service orderly-webhook rendered with LabelPolicy off")
+	// The webhook's Service goes with LabelPolicy and ImagePolicy's webhook, the kinds'
+	// aggregated role with SleepSchedule.
+	if Find(template(t, "controllers.labelpolicy.enabled=false", "controllers.imagepolicy.webhook=false"), "Service", "orderly-webhook") != nil {
+		t.Error("Service orderly-webhook rendered with LabelPolicy off and no ImagePolicy webhook")
+	}
+	if Find(template(t, "controllers.labelpolicy.enabled=false"), "Service", "orderly-webhook") == nil {
+		t.Error("Service orderly-webhook not rendered for ImagePolicy's webhook")
 	}
 	if Find(template(t, "controllers.sleepschedule.enabled=false"), "ClusterRole", "orderly-manager-sleepschedule-kinds") != nil {
 		t.Error("ClusterRole orderly-manager-sleepschedule-kinds rendered with SleepSchedule off")

@@ -9,7 +9,7 @@ import (
 	"sort"
 )
 
-//go:embed crd/bases/*.yaml rbac/tenant_admin_role.yaml rbac/user_roles.yaml
+//go:embed crd/bases/*.yaml crd/external/*.yaml rbac/tenant_admin_role.yaml rbac/user_roles.yaml
 var files embed.FS
 
 // DevManifests returns the embedded manifests, CRDs first, each as one YAML file.

@@ -142,6 +142,7 @@ func addManagerFlags(f *pflag.FlagSet, o *managerOptions) {
 	f.StringSliceVar(&o.bindableClusterRoles, "tenant-bindable-clusterroles", tenant.DefaultBindableClusterRoles, "ClusterRoles a Tenant may bind in its namespaces, besides orderly-tenant-admin; the manager's RBAC must grant bind on each (docs/tenant.md)")
 	f.DurationVar(&secretrotation.MinInterval, "secretrotation-min-interval", time.Hour, "shortest SecretRotation spec.interval accepted (lower it for tests only)")
 	addWebhookFlags(f, &o.webhook)
+	addImageScanFlags(f)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
@@ -198,6 +199,7 @@ func runManager(ctx context.Context, o managerOptions) error {
 		return err
 	}
 	webhookOpts := o.webhook.options()
+	webhookOpts.ImagePolicy = imageScanFlags.webhook
 	if _, err := webhookOpts.Validate(); err != nil {
 		return err
 	}

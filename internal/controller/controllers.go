@@ -7,6 +7,10 @@ import (
 	"orderly.dev/orderly/internal/controller/data/databaseserver"
 	"orderly.dev/orderly/internal/controller/data/devdatabase"
 	"orderly.dev/orderly/internal/controller/delivery/canary"
+	"orderly.dev/orderly/internal/controller/fleet/placement"
+	"orderly.dev/orderly/internal/controller/network/servicedomain"
+	"orderly.dev/orderly/internal/controller/policy/imagepolicy"
+	"orderly.dev/orderly/internal/controller/policy/imagescan"
 	"orderly.dev/orderly/internal/controller/policy/labelpolicy"
 	"orderly.dev/orderly/internal/controller/power/sleepschedule"
 	"orderly.dev/orderly/internal/controller/secrets/secretrotation"
@@ -20,8 +24,12 @@ var All = []kit.Controller{
 	canary.Controller,
 	databaseserver.Controller,
 	devdatabase.Controller,
+	imagepolicy.Controller,
+	imagescan.Controller,
 	labelpolicy.Controller,
+	placement.Controller,
 	secretrotation.Controller,
+	servicedomain.Controller,
 	sleepschedule.Controller,
 	tenant.Controller,
 }

@@ -6,9 +6,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	deliveryv1alpha1 "orderly.dev/orderly/api/delivery/v1alpha1"
+	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
+	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
 	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
@@ -25,5 +28,8 @@ func New() *runtime.Scheme {
 	utilruntime.Must(powerv1alpha1.AddToScheme(s))
 	utilruntime.Must(deliveryv1alpha1.AddToScheme(s))
 	utilruntime.Must(secretsv1alpha1.AddToScheme(s))
+	utilruntime.Must(networkv1alpha1.AddToScheme(s))
+	utilruntime.Must(fleetv1alpha1.AddToScheme(s))
+	utilruntime.Must(clusterinventoryv1alpha1.AddToScheme(s))
 	return s
 }

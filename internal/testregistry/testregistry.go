@@ -13,8 +13,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"orderly.dev/orderly/internal/localproc"
 )
@@ -43,7 +46,8 @@ func Binary() (string, error) {
 	return exec.LookPath("docker-registry")
 }
 
-// Registry is a running throwaway registry, plain HTTP on loopback, without auth.
+// Registry is a running throwaway registry, plain HTTP on loopback, without auth
+// unless started with StartWithAuth.
 type Registry struct {
 	// Host is its address, 127.0.0.1:PORT: image references start with it.
 	Host string
@@ -57,6 +61,23 @@ type Registry struct {
 // Start starts a registry and returns once it answers. Call Close to stop it and
 // remove its files.
 func Start() (*Registry, error) {
+	return start("", "")
+}
+
+// StartWithAuth starts a registry that serves only user with password (HTTP basic
+// auth checked against an htpasswd file, as a registry behind a login is set up).
+func StartWithAuth(user, password string) (*Registry, error) {
+	if user == "" || strings.Contains(user, ":") {
+		return nil, fmt.Errorf("registry user %q must be non-empty and without ':'", user)
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		return nil, err
+	}
+	return start(user, user+":"+string(hash)+"\n")
+}
+
+func start(user, htpasswd string) (*Registry, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -83,6 +104,14 @@ storage:
 http:
   addr: %s
 `, filepath.Join(dir, "data"), host)
+	if htpasswd != "" {
+		path := filepath.Join(dir, "htpasswd")
+		if err := os.WriteFile(path, []byte(htpasswd), 0o600); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+		config += fmt.Sprintf("auth:\n  htpasswd:\n    realm: orderly-test\n    path: %s\n", path)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "config.yml"), []byte(config), 0o600); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -105,10 +134,11 @@ http:
 	go func() { _ = cmd.Wait(); close(r.done) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		// The distribution API's base endpoint answers 200 once the registry serves.
+		// The distribution API's base endpoint answers 200 once the registry serves
+		// (401 when it wants a password).
 		if resp, err := http.Get("http://" + host + "/v2/"); err == nil {
 			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK || (user != "" && resp.StatusCode == http.StatusUnauthorized) {
 				return r, nil
 			}
 		}

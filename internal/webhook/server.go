@@ -22,9 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"orderly.dev/orderly/internal/admission"
+	"orderly.dev/orderly/internal/controller/policy/imagepolicy"
 	"orderly.dev/orderly/internal/controller/policy/labelpolicy"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/webhook/certs"
+	imagepolicywebhook "orderly.dev/orderly/internal/webhook/imagepolicy"
 	labelpolicywebhook "orderly.dev/orderly/internal/webhook/labelpolicy"
 )
 
@@ -55,6 +57,9 @@ type Options struct {
 	// TimeoutSeconds is how long the API server waits for the webhook, 1 to 30
 	// (--webhook-timeout-seconds).
 	TimeoutSeconds int32
+	// ImagePolicy serves the ImagePolicy webhook (the checks from scan results) when
+	// the ImagePolicy controller runs (--imagepolicy-webhook).
+	ImagePolicy bool
 }
 
 // Validate checks the options without talking to the cluster and returns the
@@ -90,6 +95,8 @@ type Server struct {
 	ServerOptions webhook.Options
 
 	serve bool
+	// images is set when the ImagePolicy controller runs: its webhook is served.
+	images bool
 	// namespace is the manager's namespace, which the webhook never mutates in.
 	namespace string
 	// certs keeps Orderly's own certificate; nil when it comes from CertDir.
@@ -121,13 +128,19 @@ func Prepare(ctx context.Context, cfg *rest.Config, o Options, namespace string,
 		return nil, err
 	}
 	s := &Server{Admission: admission.Config{Mode: mode}, ServerOptions: serverOptions(o), namespace: namespace}
-	if !slices.ContainsFunc(controllers, func(c kit.Controller) bool { return c.Name == labelpolicy.Name }) {
+	// ImagePolicy decides from scan results in Orderly's webhook, whatever the
+	// LabelPolicy mutation mode: asked to, with its controller, the manager serves it.
+	s.images = o.ImagePolicy && slices.ContainsFunc(controllers, func(c kit.Controller) bool { return c.Name == imagepolicy.Name })
+	labels := slices.ContainsFunc(controllers, func(c kit.Controller) bool { return c.Name == labelpolicy.Name })
+	if !labels && !s.images {
 		return s, nil
 	}
-	if s.Admission.MAPServed, err = admission.ServesMutatingAdmissionPolicy(cfg); err != nil {
-		return nil, err
+	if labels {
+		if s.Admission.MAPServed, err = admission.ServesMutatingAdmissionPolicy(cfg); err != nil {
+			return nil, err
+		}
 	}
-	if !servesWebhook(mode, s.Admission.MAPServed) {
+	if !s.images && !servesWebhook(mode, s.Admission.MAPServed) {
 		return s, nil
 	}
 	s.serve = true
@@ -196,6 +209,11 @@ func (s *Server) Register(ctx context.Context, mgr ctrl.Manager) error {
 	}
 	if err := labelpolicywebhook.Register(ctx, mgr, s.namespace); err != nil {
 		return err
+	}
+	if s.images {
+		if err := imagepolicywebhook.Register(ctx, mgr, s.namespace); err != nil {
+			return err
+		}
 	}
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err

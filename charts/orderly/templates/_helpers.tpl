@@ -35,3 +35,16 @@ app.kubernetes.io/component: manager
 
 {{/* Serves the webhook with a cert-manager Certificate (mounted here). */}}
 {{- define "orderly.webhookCertDir" -}}/etc/orderly/webhook-certs{{- end -}}
+
+{{/* "true" when the manager serves a webhook: LabelPolicy's fallback, or ImagePolicy's
+checks from scan results. */}}
+{{- define "orderly.webhookServed" -}}
+{{- $c := .Values.controllers -}}
+{{- if or $c.labelpolicy.enabled (and $c.imagepolicy.enabled $c.imagepolicy.webhook) -}}true{{- end -}}
+{{- end -}}
+
+{{/* "true" when the manager mounts volumes: cert-manager's webhook certificate, the
+vulnerability database. */}}
+{{- define "orderly.webhookCertMounted" -}}
+{{- if and (include "orderly.webhookServed" .) .Values.webhook.certManager.enabled -}}true{{- end -}}
+{{- end -}}

@@ -1,0 +1,509 @@
+// Package placement is the PlacementPolicy controller: it places workloads of a
+// namespace on member clusters chosen from the ClusterProfile inventory, with
+// server-side apply under its own field manager, one work queue per member, health
+// probes written back to the ClusterProfiles, failover after a hysteresis and a
+// paced return.
+package placement
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
+)
+
+// Name is the controller's name for --controllers.
+const Name = "placement"
+
+// MaxRequeue is the longest a policy waiting for a time (unhealthyFor, a return
+// step) waits before it looks again; a variable so that tests with a fake clock
+// shorten it.
+var MaxRequeue = time.Minute
+
+// finalizer holds a PlacementPolicy until its copies are removed from the members.
+const finalizer = "fleet.orderly.dev/placement"
+
+// +kubebuilder:rbac:groups=fleet.orderly.dev,resources=placementpolicies,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=fleet.orderly.dev,resources=placementpolicies/status,verbs=get;patch
+// +kubebuilder:rbac:groups=fleet.orderly.dev,resources=placementpolicies/finalizers,verbs=update
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles/status,verbs=get;patch
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps;services;serviceaccounts,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Controller is the PlacementPolicy controller as the manager runs it.
+var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
+
+// Reconciler reconciles PlacementPolicies.
+type Reconciler struct {
+	client.Client
+	APIReader client.Reader
+	Recorder  kit.Recorder
+	Clock     clock.PassiveClock
+	// Namespace is the manager's: nothing is placed from it.
+	Namespace string
+	members   *registry
+}
+
+func protectedNamespace(ns, manager string) bool {
+	return ns == manager || strings.HasPrefix(ns, "kube-")
+}
+
+// Setup builds the health prober and the placement reconciler and registers them.
+func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+	events := make(chan event.GenericEvent, 4096)
+	notify := func(key types.NamespacedName) {
+		pp := &fleetv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		select {
+		case events <- event.GenericEvent{Object: pp}:
+		default: // full: the member's next resync reports again
+		}
+	}
+	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: clusterinventoryv1alpha1.Group, Kind: clusterinventoryv1alpha1.ClusterProfileKind}); err != nil {
+		if meta.IsNoMatchError(err) {
+			// Without the inventory API there is nothing to place on; the other
+			// controllers run on.
+			logf.FromContext(ctx).Error(err, "The ClusterProfile CRD (multicluster.x-k8s.io) is not installed: the placement controller is off until it is and the manager restarts; apply config/crd/external")
+			return nil
+		}
+		return fmt.Errorf("looking up ClusterProfiles: %w", err)
+	}
+	clk := deps.ClockOrReal()
+	reg := newRegistry(ctx, clk, notify)
+	h := &HealthReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: clk, Namespace: deps.Namespace, members: reg}
+	if err := h.SetupWithManager(mgr, deps.Options); err != nil {
+		return err
+	}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-placement"), Clock: clk, Namespace: deps.Namespace, members: reg}
+	return r.SetupWithManager(mgr, deps.Options, events)
+}
+
+// Cache keeps PlacementPolicies and ClusterProfiles without their managed fields.
+// The objects a policy places are read from the API server when it is reconciled
+// (the shared cache holds Secrets narrowed for other controllers); Deployments and
+// ConfigMaps are watched as metadata to notice changes quickly.
+func Cache() kit.CacheRules {
+	return kit.CacheRules{
+		&fleetv1alpha1.PlacementPolicy{}:           {Transform: cache.TransformStripManagedFields()},
+		&clusterinventoryv1alpha1.ClusterProfile{}: {Transform: cache.TransformStripManagedFields()},
+	}
+}
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, events <-chan event.GenericEvent) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		WithOptions(opts).
+		For(&fleetv1alpha1.PlacementPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&clusterinventoryv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies)).
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.policiesInNamespace), builder.OnlyMetadata,
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.policiesInNamespace), builder.OnlyMetadata).
+		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
+		Complete(r)
+}
+
+func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list fleetv1alpha1.PlacementPolicyList
+	if err := r.List(ctx, &list); err != nil {
+		return nil
+	}
+	return kit.Requests(list.Items)
+}
+
+func (r *Reconciler) policiesInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list fleetv1alpha1.PlacementPolicyList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	return kit.Requests(list.Items)
+}
+
+// observation is what one reconcile saw and decided; the status is computed from it.
+type observation struct {
+	selectErr  error
+	resources  int32
+	chosen     int32
+	clusters   []fleetv1alpha1.ClusterStatus
+	unplaced   int32
+	planErrors []string
+	decisionOK bool
+	// refused are selected clusters whose allow-list does not admit the namespace.
+	refused  []string
+	decision string
+}
+
+// Reconcile places one policy's objects.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var pp fleetv1alpha1.PlacementPolicy
+	if err := r.Get(ctx, req.NamespacedName, &pp); err != nil {
+		if apierrors.IsNotFound(err) {
+			series.Forget(req.NamespacedName)
+			// Gone (its finalizer ran, or was removed by hand): stop applying its
+			// objects; what is left on the members stays.
+			for _, m := range r.members.all() {
+				m.drop(req.NamespacedName)
+			}
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pp.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &pp)
+	}
+	if err := kit.AddFinalizer(ctx, r.Client, r.APIReader, &pp, finalizer); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if protectedNamespace(pp.Namespace, r.Namespace) {
+		return ctrl.Result{}, kit.PatchStatus(ctx, r.Client, r.APIReader, &pp, func(o *fleetv1alpha1.PlacementPolicy) {
+			o.Status.ObservedGeneration = o.Generation
+			c := kit.ConditionsOf(&o.Status.Conditions, o.Generation)
+			c.False(ConditionScheduled, ReasonProtectedNamespace, "Orderly places nothing from kube-* namespaces or its own namespace.")
+			c.False(ConditionReady, ReasonNotScheduled, "Not scheduled: see the Scheduled condition.")
+		})
+	}
+	began := time.Now()
+	obs, wake, err := r.place(ctx, &pp)
+	placementLatency.WithLabelValues(series.Values(req.NamespacedName)...).Observe(time.Since(began).Seconds())
+	prev, perr := kit.PatchStatusReplacing(ctx, r.Client, r.APIReader, &pp, func(o *fleetv1alpha1.PlacementPolicy) { computeStatus(o, obs) })
+	if perr != nil {
+		return ctrl.Result{}, perr
+	}
+	if prev != nil {
+		r.recordTransitions(prev, &pp)
+	}
+	recordMetrics(&pp)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	res := ctrl.Result{}
+	if !wake.IsZero() {
+		res.RequeueAfter = min(max(wake.Sub(r.Clock.Now()), time.Second), MaxRequeue)
+	}
+	return res, nil
+}
+
+// place chooses the clusters, plans each one's copies and hands the plans to the
+// members' queues. wake is when the placement changes by itself next (a cluster
+// reaching unhealthyFor, a return step).
+func (r *Reconciler) place(ctx context.Context, pp *fleetv1alpha1.PlacementPolicy) (*observation, time.Time, error) {
+	key := client.ObjectKeyFromObject(pp)
+	now := r.Clock.Now()
+	obs := &observation{}
+	var wake time.Time
+	soon := func(t time.Time) {
+		if wake.IsZero() || t.Before(wake) {
+			wake = t
+		}
+	}
+
+	var cps clusterinventoryv1alpha1.ClusterProfileList
+	if err := r.List(ctx, &cps); err != nil {
+		return obs, wake, fmt.Errorf("listing ClusterProfiles: %w", err)
+	}
+	sel := k8slabels.Everything()
+	if pp.Spec.ClusterSelector != nil {
+		s, err := metav1.LabelSelectorAsSelector(pp.Spec.ClusterSelector)
+		if err != nil {
+			return obs, wake, fmt.Errorf("clusterSelector: %w", err)
+		}
+		sel = s
+	}
+	slices.SortFunc(cps.Items, func(a, b clusterinventoryv1alpha1.ClusterProfile) int {
+		if c := compareStrings(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return compareStrings(a.Namespace, b.Namespace)
+	})
+	prev := map[string]fleetv1alpha1.ClusterStatus{}
+	for _, c := range pp.Status.Clusters {
+		prev[c.Name] = c
+	}
+	var members []member
+	profiles := map[string]*clusterinventoryv1alpha1.ClusterProfile{}
+	for i := range cps.Items {
+		cp := &cps.Items[i]
+		if !sel.Matches(k8slabels.Set(cp.Labels)) || profiles[cp.Name] != nil || !cp.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if m := r.members.get(cp.Name); m != nil && !m.admits(pp.Namespace) {
+			obs.refused = append(obs.refused, cp.Name)
+			continue
+		}
+		profiles[cp.Name] = cp
+		p := prev[cp.Name]
+		h := healthOf(cp)
+		phase, since := phaseOf(p.Phase, timeOrZero(p.PhaseSince), h, r.members.get(cp.Name) != nil, now, pp.Spec.Failover.UnhealthyFor.Duration)
+		if phase == fleetv1alpha1.ClusterUnhealthy {
+			soon(h.Since.Add(pp.Spec.Failover.UnhealthyFor.Duration))
+		}
+		members = append(members, member{Name: cp.Name, Labels: cp.Labels, Phase: phase, Since: since})
+	}
+	obs.chosen = int32(len(members))
+
+	objs, err := selectResources(ctx, r.APIReader, pp)
+	if err != nil {
+		obs.selectErr = err
+	}
+	obs.resources = int32(len(objs))
+
+	perCluster := map[string][]*unstructured.Unstructured{}
+	replicas := map[string]int32{}
+	overrideErr := map[string]string{}
+	returnDone := map[string]bool{}
+	caps := map[string]int32{}
+	for _, m := range members {
+		if m.Phase == fleetv1alpha1.ClusterReturning {
+			returnDone[m.Name] = true
+			caps[m.Name] = allowance(pp.Spec.Failover.ReturnRate, m.Since, now)
+		}
+	}
+	for _, obj := range objs {
+		var split map[string]int32
+		if isWorkload(obj) && pp.Spec.Strategy == fleetv1alpha1.StrategyDivide {
+			var unplaced int32
+			split, unplaced = divide(hubReplicas(obj), &pp.Spec, members, caps)
+			obs.unplaced += unplaced
+			ideal, _ := divide(hubReplicas(obj), &pp.Spec, members, nil)
+			for name := range returnDone {
+				if ideal[name] > split[name] {
+					returnDone[name] = false
+				}
+			}
+		}
+		for _, m := range members {
+			c := memberCopy(obj, pp)
+			if isWorkload(obj) {
+				n := hubReplicas(obj)
+				if split != nil {
+					n = split[m.Name]
+				}
+				_ = unstructured.SetNestedField(c.Object, int64(n), "spec", "replicas")
+			}
+			if err := applyOverrides(c, pp.Spec.Overrides, m.Labels); err != nil {
+				overrideErr[m.Name] = err.Error()
+				obs.planErrors = append(obs.planErrors, m.Name+": "+err.Error())
+				continue
+			}
+			if isWorkload(c) {
+				n, _, _ := unstructured.NestedFieldNoCopy(c.Object, "spec", "replicas")
+				replicas[m.Name] += toInt32(n)
+			}
+			perCluster[m.Name] = append(perCluster[m.Name], c)
+		}
+	}
+	for i := range members {
+		m := &members[i]
+		if m.Phase != fleetv1alpha1.ClusterReturning {
+			continue
+		}
+		if pp.Spec.Strategy != fleetv1alpha1.StrategyDivide || returnDone[m.Name] {
+			m.Phase, m.Since = fleetv1alpha1.ClusterHealthy, time.Time{}
+			continue
+		}
+		soon(nextReturnStep(m.Since, now))
+	}
+
+	chosen := map[string]bool{}
+	for _, m := range members {
+		chosen[m.Name] = true
+		cs := fleetv1alpha1.ClusterStatus{Name: m.Name, Namespace: profiles[m.Name].Namespace, Phase: m.Phase, Replicas: replicas[m.Name]}
+		if !m.Since.IsZero() {
+			t := metav1.NewTime(m.Since)
+			cs.PhaseSince = &t
+		}
+		syncer := r.members.get(m.Name)
+		switch {
+		case syncer == nil:
+			cs.Error = "Orderly has no working credentials for this cluster: see the ClusterProfile's ControlPlaneHealthy condition"
+		case obs.selectErr != nil:
+			// A failed read of the hub changes no member.
+		default:
+			if _, bad := overrideErr[m.Name]; !bad {
+				syncer.setIfChanged(key, &plan{
+					UID: pp.UID, Namespace: pp.Namespace, Objects: perCluster[m.Name],
+					Purge:  pp.Spec.Failover.PurgeMode == fleetv1alpha1.PurgeImmediate && (m.Phase == fleetv1alpha1.ClusterHealthy || m.Phase == fleetv1alpha1.ClusterReturning),
+					Paused: m.Phase == fleetv1alpha1.ClusterFailed,
+				})
+			}
+		}
+		if syncer != nil {
+			fillResult(&cs, syncer, key)
+		}
+		if e, bad := overrideErr[m.Name]; bad {
+			cs.Error = kit.Truncate(e, 1024)
+		}
+		obs.clusters = append(obs.clusters, cs)
+	}
+	// Clusters the policy no longer selects: purge (when the member is healthy) or
+	// leave the copies, per purgeMode.
+	for name, p := range prev {
+		if chosen[name] {
+			continue
+		}
+		syncer := r.members.get(name)
+		if syncer == nil || pp.Spec.Failover.PurgeMode == fleetv1alpha1.PurgeNever {
+			if syncer != nil {
+				syncer.drop(key)
+			}
+			continue
+		}
+		if res, ok := syncer.result(key); ok && res.Forgotten {
+			syncer.drop(key)
+			continue
+		}
+		cs := fleetv1alpha1.ClusterStatus{Name: name, Namespace: p.Namespace, Phase: p.Phase, Error: "no longer selected: Orderly's copies are being removed"}
+		if cp := r.profile(ctx, p.Namespace, name); cp != nil && healthOf(cp).Healthy {
+			syncer.setIfChanged(key, &plan{UID: pp.UID, Namespace: pp.Namespace, Purge: true, Forget: true})
+		} else {
+			cs.Error = "no longer selected: Orderly's copies are removed once the cluster is healthy"
+		}
+		obs.clusters = append(obs.clusters, cs)
+	}
+	slices.SortFunc(obs.clusters, func(a, b fleetv1alpha1.ClusterStatus) int { return compareStrings(a.Name, b.Name) })
+	if len(obs.clusters) > 100 {
+		obs.clusters = obs.clusters[:100]
+	}
+
+	if err := r.writeDecision(ctx, pp, members); err != nil {
+		obs.decision = err.Error()
+	} else {
+		obs.decisionOK = true
+	}
+	return obs, wake, obs.selectErr
+}
+
+func (r *Reconciler) profile(ctx context.Context, ns, name string) *clusterinventoryv1alpha1.ClusterProfile {
+	var cp clusterinventoryv1alpha1.ClusterProfile
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &cp); err != nil {
+		return nil
+	}
+	return &cp
+}
+
+func fillResult(cs *fleetv1alpha1.ClusterStatus, m *memberSyncer, key types.NamespacedName) {
+	res, ok := m.result(key)
+	if !ok {
+		return
+	}
+	cs.Applied, cs.ReadyReplicas = res.Applied, res.Ready
+	if res.Synced {
+		t := metav1.NewTime(res.LastSync.Truncate(time.Second))
+		cs.LastSync = &t
+	}
+	cs.Error = kit.Truncate(res.Err, 1024)
+}
+
+func toInt32(v any) int32 {
+	switch n := v.(type) {
+	case int64:
+		return int32(n)
+	case float64:
+		return int32(n)
+	case int32:
+		return n
+	case int:
+		return int32(n)
+	}
+	return 0
+}
+
+// writeDecision publishes the chosen clusters as the standard PlacementDecision of
+// the same name, owned by the policy. One that exists and is not the policy's is
+// left alone and reported.
+func (r *Reconciler) writeDecision(ctx context.Context, pp *fleetv1alpha1.PlacementPolicy, members []member) error {
+	var existing clusterinventoryv1alpha1.PlacementDecision
+	err := r.Get(ctx, client.ObjectKeyFromObject(pp), &existing)
+	switch {
+	case err == nil:
+		if !metav1.IsControlledBy(&existing, pp) {
+			return fmt.Errorf("PlacementDecision %s exists and is not this policy's: left alone", pp.Name)
+		}
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading PlacementDecision %s: %w", pp.Name, err)
+	}
+	d := &clusterinventoryv1alpha1.PlacementDecision{
+		ObjectMeta: metav1.ObjectMeta{Name: pp.Name, Namespace: pp.Namespace, Labels: map[string]string{
+			clusterinventoryv1alpha1.PlacementKeyLabel:  pp.Name,
+			clusterinventoryv1alpha1.DecisionIndexLabel: "0",
+			"app.kubernetes.io/managed-by":              "orderly",
+			fleetv1alpha1.PolicyNameLabel:               pp.Name,
+		}},
+		SchedulerName: "orderly-placement",
+		Decisions:     []clusterinventoryv1alpha1.ClusterDecision{},
+	}
+	d.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(pp, fleetv1alpha1.GroupVersion.WithKind("PlacementPolicy"))}
+	for _, m := range members {
+		if m.Phase == fleetv1alpha1.ClusterFailed || m.Phase == fleetv1alpha1.ClusterUnreachable {
+			continue
+		}
+		d.Decisions = append(d.Decisions, clusterinventoryv1alpha1.ClusterDecision{
+			ClusterProfileRef: clusterinventoryv1alpha1.ClusterProfileReference{Name: m.Name},
+			Reason:            string(m.Phase),
+		})
+	}
+	return kit.Apply(ctx, r.Client, d)
+}
+
+// finalize removes the policy's copies from every member (deletionPolicy Delete)
+// or leaves them (Orphan), then lets the policy go.
+func (r *Reconciler) finalize(ctx context.Context, pp *fleetv1alpha1.PlacementPolicy) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(pp)
+	if pp.Spec.DeletionPolicy == fleetv1alpha1.DeletionOrphan {
+		for _, m := range r.members.all() {
+			m.drop(key)
+		}
+		return ctrl.Result{}, kit.RemoveFinalizer(ctx, r.Client, r.APIReader, pp, finalizer)
+	}
+	var pending []string
+	for _, c := range pp.Status.Clusters {
+		m := r.members.get(c.Name)
+		if m == nil {
+			// No credentials any more: nothing can be removed there.
+			r.Recorder.Eventf(pp, nil, corev1.EventTypeWarning, "CopiesLeft", "Delete",
+				"Orderly has no credentials for cluster %s: its copies stay there", c.Name)
+			continue
+		}
+		if res, ok := m.result(key); ok && res.Forgotten {
+			continue
+		}
+		m.setIfChanged(key, &plan{UID: pp.UID, Namespace: pp.Namespace, Purge: true, Forget: true})
+		pending = append(pending, c.Name)
+	}
+	if len(pending) > 0 {
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	for _, m := range r.members.all() {
+		m.drop(key)
+	}
+	return ctrl.Result{}, kit.RemoveFinalizer(ctx, r.Client, r.APIReader, pp, finalizer)
+}

@@ -1,0 +1,221 @@
+package placement
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
+	"orderly.dev/orderly/internal/scheme"
+)
+
+// Health probing; variables so that tests shorten them.
+var (
+	// ProbeInterval is how often each member's /readyz is probed.
+	ProbeInterval = 10 * time.Second
+	// ProbeTimeout bounds one probe: a member slower than this counts as unhealthy
+	// for that probe (failover waits failover.unhealthyFor on top).
+	ProbeTimeout = 5 * time.Second
+)
+
+// Condition reasons the prober writes on ClusterProfiles.
+const (
+	ReasonReadyzOK      = "ReadyzOK"
+	ReasonReadyzFailed  = "ReadyzFailed"
+	ReasonNoCredentials = "CredentialsInvalid"
+)
+
+// HealthReconciler connects to each ClusterProfile that names a kubeconfig Secret,
+// probes its API server's /readyz and writes ControlPlaneHealthy to the profile.
+type HealthReconciler struct {
+	client.Client
+	APIReader client.Reader
+	Clock     clock.PassiveClock
+	// Namespace is the manager's: the kubeconfig Secrets live there.
+	Namespace string
+	members   *registry
+}
+
+// SetupWithManager registers the prober. Only spec, label and annotation changes
+// trigger it (its own status writes do not); the probes themselves come from
+// RequeueAfter.
+func (r *HealthReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name+"-health").
+		WithOptions(opts).
+		For(&clusterinventoryv1alpha1.ClusterProfile{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Complete(r)
+}
+
+// Reconcile probes one ClusterProfile.
+func (r *HealthReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var cp clusterinventoryv1alpha1.ClusterProfile
+	if err := r.Get(ctx, req.NamespacedName, &cp); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.members.remove(req.Name)
+			clusterHealthy.DeleteLabelValues(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	secretName := cp.Annotations[fleetv1alpha1.KubeconfigSecretAnnotation]
+	if secretName == "" || !cp.DeletionTimestamp.IsZero() {
+		// Not a member Orderly was given access to: its conditions are not Orderly's.
+		r.members.remove(cp.Name)
+		clusterHealthy.DeleteLabelValues(cp.Name)
+		return ctrl.Result{}, nil
+	}
+	m, err := r.connect(ctx, &cp, secretName)
+	if err != nil {
+		r.members.remove(cp.Name)
+		clusterHealthy.WithLabelValues(cp.Name).Set(0)
+		return ctrl.Result{RequeueAfter: ProbeInterval}, r.writeHealth(ctx, &cp, metav1.ConditionFalse, ReasonNoCredentials, err.Error())
+	}
+	status, reason, msg := metav1.ConditionTrue, ReasonReadyzOK, "The API server's /readyz answered ok."
+	if err := probe(ctx, m.cfg); err != nil {
+		status, reason, msg = metav1.ConditionFalse, ReasonReadyzFailed, err.Error()
+		clusterHealthy.WithLabelValues(cp.Name).Set(0)
+	} else {
+		clusterHealthy.WithLabelValues(cp.Name).Set(1)
+	}
+	return ctrl.Result{RequeueAfter: ProbeInterval}, r.writeHealth(ctx, &cp, status, reason, msg)
+}
+
+// connect reads the member's kubeconfig Secret and returns its syncer.
+func (r *HealthReconciler) connect(ctx context.Context, cp *clusterinventoryv1alpha1.ClusterProfile, secretName string) (*memberSyncer, error) {
+	var s corev1.Secret
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: secretName}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("the kubeconfig Secret %s/%s does not exist", r.Namespace, secretName)
+		}
+		return nil, fmt.Errorf("reading the kubeconfig Secret %s/%s: %w", r.Namespace, secretName, err)
+	}
+	want := cp.Namespace + "/" + cp.Name
+	if s.Annotations[fleetv1alpha1.ClusterProfileAnnotation] != want {
+		return nil, fmt.Errorf("the Secret %s/%s does not serve this cluster: its annotation %s must be %q", r.Namespace, secretName, fleetv1alpha1.ClusterProfileAnnotation, want)
+	}
+	raw := s.Data[fleetv1alpha1.KubeconfigKey]
+	cfg, err := restConfigFrom(raw)
+	if err != nil {
+		return nil, fmt.Errorf("the Secret %s/%s: %w", r.Namespace, secretName, err)
+	}
+	var allowed []string
+	for _, ns := range strings.Split(s.Annotations[fleetv1alpha1.AllowedNamespacesAnnotation], ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			allowed = append(allowed, ns)
+		}
+	}
+	sum := sha256.Sum256(append(append([]byte{}, raw...), strings.Join(allowed, ",")...))
+	return r.members.ensure(cp.Name, hex.EncodeToString(sum[:]), allowed, cfg, func(cfg *rest.Config) (client.Client, error) {
+		return client.New(cfg, client.Options{Scheme: scheme.New()})
+	})
+}
+
+// restConfigFrom parses a kubeconfig for a member. Exec plugins and auth providers
+// are refused: a Secret must not make the manager run programs.
+func restConfigFrom(raw []byte) (*rest.Config, error) {
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("no %q key", fleetv1alpha1.KubeconfigKey)
+	}
+	kc, err := clientcmd.Load(raw)
+	if err != nil {
+		return nil, fmt.Errorf("not a kubeconfig: %w", err)
+	}
+	for name, a := range kc.AuthInfos {
+		if a.Exec != nil || a.AuthProvider != nil || a.TokenFile != "" || a.ClientCertificate != "" || a.ClientKey != "" {
+			return nil, fmt.Errorf("user %q uses an exec plugin, auth provider or files: only inline certificates and tokens are allowed", name)
+		}
+	}
+	for name, c := range kc.Clusters {
+		if c.CertificateAuthority != "" {
+			return nil, fmt.Errorf("cluster %q names a CA file: inline certificate-authority-data is needed", name)
+		}
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*kc, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("not a usable kubeconfig: %w", err)
+	}
+	cfg.Timeout = RequestTimeout
+	cfg.QPS, cfg.Burst = 200, 400
+	return cfg, nil
+}
+
+// probe asks the member's API server for /readyz within ProbeTimeout.
+func probe(ctx context.Context, cfg *rest.Config) error {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = ProbeTimeout
+	rc, err := rest.UnversionedRESTClientFor(withCodec(c))
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	body, err := rc.Get().AbsPath("/readyz").DoRaw(pctx)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("/readyz did not answer within %s", ProbeTimeout)
+		}
+		return fmt.Errorf("/readyz: %s", kit.Truncate(err.Error(), 300))
+	}
+	if string(body) != "ok" {
+		return fmt.Errorf("/readyz answered %q", kit.Truncate(string(body), 200))
+	}
+	return nil
+}
+
+// writeHealth sets ControlPlaneHealthy when its status or reason changed: the
+// condition's lastTransitionTime is when the cluster went unhealthy, which
+// failover.unhealthyFor counts from.
+func (r *HealthReconciler) writeHealth(ctx context.Context, cp *clusterinventoryv1alpha1.ClusterProfile, status metav1.ConditionStatus, reason, msg string) error {
+	if c := meta.FindStatusCondition(cp.Status.Conditions, clusterinventoryv1alpha1.ClusterConditionControlPlaneHealthy); c != nil && c.Status == status && c.Reason == reason {
+		return nil
+	}
+	return kit.PatchStatus(ctx, r.Client, r.APIReader, cp, func(o *clusterinventoryv1alpha1.ClusterProfile) {
+		if c := meta.FindStatusCondition(o.Status.Conditions, clusterinventoryv1alpha1.ClusterConditionControlPlaneHealthy); c != nil && c.Status == status && c.Reason == reason {
+			return
+		}
+		if o.Status.Conditions == nil {
+			o.Status.Conditions = []metav1.Condition{}
+		}
+		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{
+			Type: clusterinventoryv1alpha1.ClusterConditionControlPlaneHealthy, Status: status, Reason: reason,
+			Message: kit.Truncate(msg, 1024), ObservedGeneration: o.Generation,
+			LastTransitionTime: metav1.NewTime(r.Clock.Now()),
+		})
+	})
+}
+
+// healthOf reads ControlPlaneHealthy from a ClusterProfile.
+func healthOf(cp *clusterinventoryv1alpha1.ClusterProfile) health {
+	c := meta.FindStatusCondition(cp.Status.Conditions, clusterinventoryv1alpha1.ClusterConditionControlPlaneHealthy)
+	if c == nil || c.Status == metav1.ConditionUnknown {
+		return health{}
+	}
+	return health{Known: true, Healthy: c.Status == metav1.ConditionTrue, Since: c.LastTransitionTime.Time}
+}
+
+func withCodec(c *rest.Config) *rest.Config {
+	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	return c
+}

@@ -1,0 +1,390 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
+	"orderly.dev/orderly/internal/labels"
+)
+
+// Timeouts and intervals of the work on members; variables so that tests shorten them.
+var (
+	// RequestTimeout bounds every request to a member.
+	RequestTimeout = 10 * time.Second
+	// SyncTimeout bounds one policy's sync on one member.
+	SyncTimeout = 30 * time.Second
+	// Resync is how often each policy's objects are applied to each member again,
+	// which repairs drift there (an object edited or deleted on the member).
+	Resync = 30 * time.Second
+)
+
+// placedKinds are the kinds a PlacementPolicy may place; a purge lists these.
+var placedKinds = []schema.GroupVersionKind{
+	{Group: "apps", Version: "v1", Kind: "Deployment"},
+	{Group: "apps", Version: "v1", Kind: "StatefulSet"},
+	{Version: "v1", Kind: "ConfigMap"},
+	{Version: "v1", Kind: "Secret"},
+	{Version: "v1", Kind: "Service"},
+	{Version: "v1", Kind: "ServiceAccount"},
+}
+
+// plan is what one policy wants on one member.
+type plan struct {
+	UID       types.UID
+	Namespace string
+	// Objects are applied in order.
+	Objects []*unstructured.Unstructured
+	// Purge deletes the policy's objects on the member that Objects leave out.
+	Purge bool
+	// Paused leaves the member alone (it failed; nothing is applied or deleted
+	// until it returns).
+	Paused bool
+	// Forget ends the policy's work on the member once Objects (empty) are synced.
+	Forget bool
+}
+
+// result is the last sync of one policy on one member.
+type result struct {
+	Synced    bool
+	Applied   int32
+	Ready     int32
+	LastSync  time.Time
+	Err       string
+	Forgotten bool
+}
+
+// memberSyncer applies policies' plans to one member cluster, from a work queue of
+// its own: a slow or dead member holds only its own worker.
+type memberSyncer struct {
+	name string
+	// allowed are the namespaces whose policies may place here ("*": all).
+	allowed []string
+	hash    string
+	client  client.Client
+	cfg     *rest.Config
+	clock   clock.PassiveClock
+	notify  func(types.NamespacedName)
+	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
+
+	mu      sync.Mutex
+	plans   map[types.NamespacedName]*plan
+	results map[types.NamespacedName]result
+	purged  map[types.NamespacedName]string
+}
+
+func newMemberSyncer(name, hash string, cfg *rest.Config, c client.Client, clk clock.PassiveClock, notify func(types.NamespacedName)) *memberSyncer {
+	return &memberSyncer{
+		name: name, hash: hash, cfg: cfg, client: c, clock: clk, notify: notify,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "placement-" + name}),
+		plans:   map[types.NamespacedName]*plan{},
+		results: map[types.NamespacedName]result{},
+		purged:  map[types.NamespacedName]string{},
+	}
+}
+
+// set replaces a policy's plan; the sync runs in the member's worker.
+func (m *memberSyncer) set(key types.NamespacedName, p *plan) {
+	m.mu.Lock()
+	m.plans[key] = p
+	m.mu.Unlock()
+	m.queue.Add(key)
+}
+
+// drop forgets a policy on this member at once, touching nothing there.
+func (m *memberSyncer) drop(key types.NamespacedName) {
+	m.mu.Lock()
+	delete(m.plans, key)
+	delete(m.results, key)
+	delete(m.purged, key)
+	m.mu.Unlock()
+}
+
+func (m *memberSyncer) result(key types.NamespacedName) (result, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.results[key]
+	return r, ok
+}
+
+func (m *memberSyncer) run(ctx context.Context, workers int) {
+	for range workers {
+		go func() {
+			for m.next(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	m.queue.ShutDown()
+}
+
+func (m *memberSyncer) stop() { m.queue.ShutDown() }
+
+func (m *memberSyncer) next(ctx context.Context) bool {
+	key, shutdown := m.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer m.queue.Done(key)
+	m.mu.Lock()
+	p := m.plans[key]
+	m.mu.Unlock()
+	if p == nil {
+		m.queue.Forget(key)
+		return true
+	}
+	if p.Paused {
+		m.queue.Forget(key)
+		return true
+	}
+	began := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, SyncTimeout)
+	r, planHash, err := m.sync(sctx, key, p)
+	cancel()
+	syncSeconds.WithLabelValues(m.name).Observe(time.Since(began).Seconds())
+	r.LastSync = m.clock.Now()
+	if err != nil {
+		r.Err = kit.Truncate(err.Error(), 1000)
+		applyErrors.WithLabelValues(m.name).Inc()
+		logf.FromContext(ctx).V(1).Info("Placing on member failed", "member", m.name, "policy", key, "error", err)
+	}
+	m.mu.Lock()
+	if m.plans[key] != p {
+		// Replaced while syncing: the new plan is queued already.
+		m.mu.Unlock()
+		return true
+	}
+	prev, had := m.results[key]
+	if err == nil && p.Purge {
+		m.purged[key] = planHash
+	}
+	forget := err == nil && p.Forget
+	if forget {
+		delete(m.plans, key)
+		delete(m.purged, key)
+		r.Forgotten = true
+	}
+	m.results[key] = r
+	m.mu.Unlock()
+	changed := !had || prev.Synced != r.Synced || prev.Applied != r.Applied || prev.Ready != r.Ready || prev.Err != r.Err || prev.Forgotten != r.Forgotten
+	if changed && m.notify != nil {
+		m.notify(key)
+	}
+	switch {
+	case forget:
+		m.queue.Forget(key)
+	case err != nil:
+		m.queue.AddRateLimited(key)
+	default:
+		m.queue.Forget(key)
+		m.queue.AddAfter(key, Resync)
+	}
+	return true
+}
+
+// sync applies p's objects to the member and, when p says so, deletes the policy's
+// objects that p leaves out. Objects without the policy's UID label are never
+// changed or deleted.
+func (m *memberSyncer) sync(ctx context.Context, key types.NamespacedName, p *plan) (result, string, error) {
+	r := result{}
+	var errs []string
+	if len(p.Objects) > 0 {
+		if err := m.ensureNamespace(ctx, p.Namespace); err != nil {
+			return r, "", err
+		}
+	}
+	want := map[string]bool{}
+	for _, obj := range p.Objects {
+		want[objKey(obj.GroupVersionKind(), obj.GetName())] = true
+		ready, err := m.apply(ctx, p.UID, obj)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		r.Applied++
+		r.Ready += ready
+	}
+	planHash := planKeys(want)
+	m.mu.Lock()
+	done := m.purged[key] == planHash
+	m.mu.Unlock()
+	if p.Purge && (!done || p.Forget) {
+		if err := m.purge(ctx, p, want); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return r, planHash, errors.New(kit.FirstN(errs, 3))
+	}
+	r.Synced = true
+	return r, planHash, nil
+}
+
+func planKeys(want map[string]bool) string {
+	return strings.Join(slices.Sorted(maps.Keys(want)), ",")
+}
+
+func objKey(gvk schema.GroupVersionKind, name string) string {
+	return gvk.GroupKind().String() + "/" + name
+}
+
+func (m *memberSyncer) ensureNamespace(ctx context.Context, ns string) error {
+	var got corev1.Namespace
+	err := m.client.Get(ctx, client.ObjectKey{Name: ns}, &got)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	created := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{labels.ManagedBy: labels.ManagedByValue}}}
+	if err := m.client.Create(ctx, created); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// apply writes obj with server-side apply under the placement field manager, unless
+// an object of that name exists there that is not the policy's. It returns the
+// ready replicas the member reports for a workload.
+func (m *memberSyncer) apply(ctx context.Context, uid types.UID, obj *unstructured.Unstructured) (int32, error) {
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(obj.GroupVersionKind())
+	err := m.client.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+	switch {
+	case err == nil:
+		if existing.GetLabels()[fleetv1alpha1.PolicyUIDLabel] != string(uid) {
+			return 0, fmt.Errorf("%s %s exists on the member and is not this policy's: left alone", obj.GetKind(), obj.GetName())
+		}
+	case !apierrors.IsNotFound(err):
+		return 0, fmt.Errorf("reading %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	out := obj.DeepCopy()
+	if err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), client.FieldOwner(fleetv1alpha1.FieldManager), client.ForceOwnership); err != nil {
+		return 0, fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	ready, _, _ := unstructured.NestedInt64(out.Object, "status", "readyReplicas")
+	return int32(ready), nil
+}
+
+// purge deletes the policy's objects in its namespace on the member that want does
+// not name.
+func (m *memberSyncer) purge(ctx context.Context, p *plan, want map[string]bool) error {
+	for _, gvk := range placedKinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := m.client.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingLabels{fleetv1alpha1.PolicyUIDLabel: string(p.UID)}); err != nil {
+			return fmt.Errorf("listing %ss: %w", gvk.Kind, err)
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			if want[objKey(gvk, item.Name)] || item.Labels[fleetv1alpha1.PolicyUIDLabel] != string(p.UID) {
+				continue
+			}
+			item.SetGroupVersionKind(gvk)
+			// The precondition keeps a delete from hitting an object replaced since the list.
+			if err := m.client.Delete(ctx, item, client.Preconditions{UID: &item.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return fmt.Errorf("deleting %s %s: %w", gvk.Kind, item.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// admits says whether policies of namespace ns may place on the member.
+func (m *memberSyncer) admits(ns string) bool {
+	return slices.Contains(m.allowed, ns) || slices.Contains(m.allowed, "*")
+}
+
+// registry holds one memberSyncer per ClusterProfile Orderly has credentials for.
+type registry struct {
+	ctx    context.Context
+	clock  clock.PassiveClock
+	notify func(types.NamespacedName)
+
+	mu      sync.Mutex
+	members map[string]*memberSyncer
+}
+
+func newRegistry(ctx context.Context, clk clock.PassiveClock, notify func(types.NamespacedName)) *registry {
+	return &registry{ctx: ctx, clock: clk, notify: notify, members: map[string]*memberSyncer{}}
+}
+
+// ensure returns the member's syncer, made anew when its credentials changed.
+func (g *registry) ensure(name, hash string, allowed []string, cfg *rest.Config, newClient func(*rest.Config) (client.Client, error)) (*memberSyncer, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if m, ok := g.members[name]; ok && m.hash == hash {
+		return m, nil
+	}
+	c, err := newClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := newMemberSyncer(name, hash, cfg, c, g.clock, g.notify)
+	m.allowed = allowed
+	if old, ok := g.members[name]; ok {
+		old.stop()
+		old.mu.Lock()
+		m.plans, m.results, m.purged = old.plans, old.results, old.purged
+		old.mu.Unlock()
+		for k := range m.plans {
+			m.queue.Add(k)
+		}
+	}
+	g.members[name] = m
+	go m.run(g.ctx, 2)
+	return m, nil
+}
+
+func (g *registry) get(name string) *memberSyncer {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.members[name]
+}
+
+// remove stops and forgets a member whose credentials went away.
+func (g *registry) remove(name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if m, ok := g.members[name]; ok {
+		m.stop()
+		delete(g.members, name)
+	}
+}
+
+func (g *registry) all() []*memberSyncer {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Collect(maps.Values(g.members))
+}
+
+// setIfChanged is set, unless the member holds an equal plan already.
+func (m *memberSyncer) setIfChanged(key types.NamespacedName, p *plan) {
+	m.mu.Lock()
+	cur := m.plans[key]
+	m.mu.Unlock()
+	if cur != nil && equality.Semantic.DeepEqual(cur, p) {
+		return
+	}
+	m.set(key, p)
+}

@@ -1,0 +1,376 @@
+//go:build integration
+
+package placement
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
+)
+
+// TestDuplicateOverrideDriftAndOwnership places a Deployment and a ConfigMap on both
+// members, changes the image on the us member only, repairs drift there, never
+// touches an object Orderly did not create, and removes its copies (only them)
+// when the policy goes.
+func TestDuplicateOverrideDriftAndOwnership(t *testing.T) {
+	ctx := context.Background()
+	const ns = "dup"
+	makeNamespace(t, ns)
+	if err := k.Create(ctx, deployment(ns, "web", "nginx:1.27", 3)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"settings", "foreign"} {
+		if err := k.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"from": "hub"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Someone else's ConfigMaps on eu1: "foreign" has the name of one the policy
+	// places, "bystander" is just there.
+	eu := members["eu1"].client
+	if err := eu.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"foreign", "bystander"} {
+		if err := eu.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"from": "member"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pp := &fleetv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: fleetv1alpha1.PlacementPolicySpec{
+			ResourceSelectors: []fleetv1alpha1.ResourceSelector{
+				{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+				{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"},
+				{APIVersion: "v1", Kind: "ConfigMap", Name: "foreign"},
+			},
+			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "test"}},
+			Strategy:        fleetv1alpha1.StrategyDuplicate,
+			Overrides: []fleetv1alpha1.Override{{
+				ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"region": "us"}},
+				Patches: []fleetv1alpha1.JSONPatch{{Op: "replace", Path: "/spec/template/spec/containers/0/image",
+					Value: &apiextensionsv1.JSON{Raw: []byte(`"registry.us.example/nginx:1.27"`)}}},
+			}},
+		},
+	}
+	if err := k.Create(ctx, pp); err != nil {
+		t.Fatal(err)
+	}
+
+	eventually(t, "the Deployment on both members, the image overridden on us1 only", func() error {
+		for member, image := range map[string]string{"eu1": "nginx:1.27", "us1": "registry.us.example/nginx:1.27"} {
+			d, err := memberDeployment(member, ns, "web")
+			if err != nil {
+				return err
+			}
+			if got := d.Spec.Template.Spec.Containers[0].Image; got != image || ptr.Deref(d.Spec.Replicas, 0) != 3 {
+				return fmt.Errorf("%s: image %s replicas %d, want %s and 3", member, got, ptr.Deref(d.Spec.Replicas, 0), image)
+			}
+			if d.Labels[fleetv1alpha1.PolicyUIDLabel] != string(getPolicy(t, ns, "web").UID) {
+				return fmt.Errorf("%s: no ownership label: %v", member, d.Labels)
+			}
+			managed := false
+			for _, f := range d.ManagedFields {
+				managed = managed || f.Manager == fleetv1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply
+			}
+			if !managed {
+				return fmt.Errorf("%s: not applied by %s", member, fleetv1alpha1.FieldManager)
+			}
+		}
+		return nil
+	})
+	eventually(t, "status and PlacementDecision", func() error {
+		got := getPolicy(t, ns, "web")
+		if got.Status.SelectedClusters != 2 || condition(got, ConditionScheduled) == nil || condition(got, ConditionScheduled).Status != metav1.ConditionTrue {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		// "foreign" exists on eu1 and is not the policy's: reported, not taken over.
+		if c := condition(got, ConditionSynced); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "foreign exists on the member and is not this policy's") {
+			return fmt.Errorf("Synced = %+v, want the foreign ConfigMap reported", c)
+		}
+		var d clusterinventoryv1alpha1.PlacementDecision
+		if err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &d); err != nil {
+			return err
+		}
+		if len(d.Decisions) != 2 || d.Decisions[0].ClusterProfileRef.Name != "eu1" || d.Decisions[1].ClusterProfileRef.Name != "us1" {
+			return fmt.Errorf("decisions %+v", d.Decisions)
+		}
+		return nil
+	})
+	var foreign corev1.ConfigMap
+	if err := eu.Get(ctx, client.ObjectKey{Namespace: ns, Name: "foreign"}, &foreign); err != nil || foreign.Data["from"] != "member" || len(foreign.Labels) != 0 {
+		t.Fatalf("the member's own ConfigMap was changed: %+v, %v", foreign, err)
+	}
+
+	// Drift: the image edited on eu1, the ConfigMap deleted on us1.
+	d, err := memberDeployment("eu1", ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].Image = "evil:latest"
+	if err := eu.Update(ctx, d, client.FieldOwner("someone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := members["us1"].client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "drift repaired", func() error {
+		d, err := memberDeployment("eu1", ns, "web")
+		if err != nil {
+			return err
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.27" {
+			return fmt.Errorf("eu1 image %s", img)
+		}
+		var cm corev1.ConfigMap
+		return members["us1"].client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)
+	})
+
+	// A hub change reaches the members.
+	var hubD = deployment(ns, "web", "", 0)
+	if err := k.Get(ctx, client.ObjectKeyFromObject(hubD), hubD); err != nil {
+		t.Fatal(err)
+	}
+	hubD.Spec.Replicas = ptr.To[int32](5)
+	if err := k.Update(ctx, hubD); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "hub change propagated", func() error {
+		if err := wantReplicas("eu1", ns, "web", 5)(); err != nil {
+			return err
+		}
+		return wantReplicas("us1", ns, "web", 5)()
+	})
+
+	// Deleting the policy removes Orderly's copies and nothing else.
+	if err := k.Delete(ctx, getPolicy(t, ns, "web")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "copies removed from the members", func() error {
+		for member, tm := range members {
+			var cm corev1.ConfigMap
+			if err := tm.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%s: settings still there (%w)", member, err)
+			}
+			if _, err := memberDeployment(member, ns, "web"); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%s: web still there (%w)", member, err)
+			}
+		}
+		var pp fleetv1alpha1.PlacementPolicy
+		if err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &pp); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("policy still there (%w)", err)
+		}
+		return nil
+	})
+	for _, name := range []string{"foreign", "bystander"} {
+		var cm corev1.ConfigMap
+		if err := eu.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm); err != nil || cm.Data["from"] != "member" {
+			t.Errorf("the member's own ConfigMap %s was touched: %+v, %v", name, cm, err)
+		}
+	}
+}
+
+// TestDivideFailoverAndReturn splits 10 replicas 60/40 by region, keeps them put
+// while us1 is down for less than unhealthyFor, moves them to eu1 after it, and
+// after us1 recovers brings them back at returnRate without deleting anything there.
+func TestDivideFailoverAndReturn(t *testing.T) {
+	ctx := context.Background()
+	const ns = "div"
+	makeNamespace(t, ns)
+	if err := k.Create(ctx, deployment(ns, "api", "api:1", 10)); err != nil {
+		t.Fatal(err)
+	}
+	pp := &fleetv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: ns},
+		Spec: fleetv1alpha1.PlacementPolicySpec{
+			ResourceSelectors: []fleetv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment",
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"placed": "yes"}}}},
+			Strategy:    fleetv1alpha1.StrategyDivide,
+			WeightLabel: "region",
+			Weights:     []fleetv1alpha1.Weight{{LabelValue: "eu", Weight: 60}, {LabelValue: "us", Weight: 40}},
+			Failover:    fleetv1alpha1.Failover{UnhealthyFor: metav1.Duration{Duration: time.Minute}, ReturnRate: 2},
+		},
+	}
+	if err := k.Create(ctx, pp); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "60/40", func() error {
+		if err := wantReplicas("eu1", ns, "api", 6)(); err != nil {
+			return err
+		}
+		return wantReplicas("us1", ns, "api", 4)()
+	})
+	before, err := memberDeployment("us1", ns, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	members["us1"].proxy.stop()
+	eventually(t, "us1 seen unhealthy, within hysteresis", func() error {
+		if ph := clusterPhase(getPolicy(t, ns, "api"), "us1"); ph != fleetv1alpha1.ClusterUnhealthy {
+			return fmt.Errorf("us1 is %s", ph)
+		}
+		return nil
+	})
+	// Several probe rounds while the clock stands still: nothing moves.
+	consistently(t, 2*time.Second, "replicas stay put before unhealthyFor", func() error {
+		if ph := clusterPhase(getPolicy(t, ns, "api"), "us1"); ph != fleetv1alpha1.ClusterUnhealthy {
+			return fmt.Errorf("us1 is %s", ph)
+		}
+		return wantReplicas("eu1", ns, "api", 6)()
+	})
+
+	fakeClock.Step(61 * time.Second)
+	eventually(t, "failover: us1's replicas on eu1", func() error {
+		if ph := clusterPhase(getPolicy(t, ns, "api"), "us1"); ph != fleetv1alpha1.ClusterFailed {
+			return fmt.Errorf("us1 is %s", ph)
+		}
+		return wantReplicas("eu1", ns, "api", 10)()
+	})
+
+	members["us1"].proxy.start(t)
+	eventually(t, "us1 returning: the first 2 replicas back", func() error {
+		if ph := clusterPhase(getPolicy(t, ns, "api"), "us1"); ph != fleetv1alpha1.ClusterReturning {
+			return fmt.Errorf("us1 is %s", ph)
+		}
+		if err := wantReplicas("us1", ns, "api", 2)(); err != nil {
+			return err
+		}
+		return wantReplicas("eu1", ns, "api", 8)()
+	})
+	after, err := memberDeployment("us1", ns, "api")
+	if err != nil || after.UID != before.UID {
+		t.Fatalf("us1's Deployment was replaced or deleted on reconnect: before %s, after %s (%v)", before.UID, after.UID, err)
+	}
+
+	fakeClock.Step(time.Minute)
+	eventually(t, "us1 back to its full share", func() error {
+		if ph := clusterPhase(getPolicy(t, ns, "api"), "us1"); ph != fleetv1alpha1.ClusterHealthy {
+			return fmt.Errorf("us1 is %s", ph)
+		}
+		if err := wantReplicas("us1", ns, "api", 4)(); err != nil {
+			return err
+		}
+		return wantReplicas("eu1", ns, "api", 6)()
+	})
+	got := getPolicy(t, ns, "api")
+	if ph := clusterPhase(got, "eu1"); ph != fleetv1alpha1.ClusterHealthy {
+		t.Errorf("eu1 is %s, want Healthy throughout", ph)
+	}
+	if got.Status.Replicas != 10 {
+		t.Errorf("status.replicas = %d, want 10", got.Status.Replicas)
+	}
+}
+
+// TestNoClustersReported reports a selector that matches nothing.
+func TestNoClustersReported(t *testing.T) {
+	ctx := context.Background()
+	const ns = "none"
+	makeNamespace(t, ns)
+	pp := &fleetv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
+		Spec: fleetv1alpha1.PlacementPolicySpec{
+			ResourceSelectors: []fleetv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}},
+			ClusterSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"region": "mars"}},
+		},
+	}
+	if err := k.Create(ctx, pp); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "NoClusters", func() error {
+		c := condition(getPolicy(t, ns, "p"), ConditionScheduled)
+		if c == nil || c.Reason != ReasonNoClusters {
+			return fmt.Errorf("Scheduled = %+v", c)
+		}
+		return nil
+	})
+}
+
+// TestNamespaceNotAdmitted: a namespace the members' Secrets do not list places
+// nothing and is told why.
+func TestNamespaceNotAdmitted(t *testing.T) {
+	ctx := context.Background()
+	const ns = "intruder"
+	makeNamespace(t, ns)
+	if err := k.Create(ctx, deployment(ns, "x", "x:1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	pp := &fleetv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
+		Spec: fleetv1alpha1.PlacementPolicySpec{
+			ResourceSelectors: []fleetv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "x"}},
+		},
+	}
+	if err := k.Create(ctx, pp); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "NamespaceNotAllowed", func() error {
+		c := condition(getPolicy(t, ns, "p"), ConditionScheduled)
+		if c == nil || c.Reason != ReasonNamespaceNotAllowed {
+			return fmt.Errorf("Scheduled = %+v", c)
+		}
+		return nil
+	})
+	for name, m := range members {
+		var got corev1.Namespace
+		if err := m.client.Get(ctx, client.ObjectKey{Name: ns}, &got); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: namespace %s exists on the member (%v)", name, ns, err)
+		}
+	}
+}
+
+// TestValidation: the API server refuses bad input with a message.
+func TestValidation(t *testing.T) {
+	ctx := context.Background()
+	base := func() *fleetv1alpha1.PlacementPolicy {
+		return &fleetv1alpha1.PlacementPolicy{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-", Namespace: "default"},
+			Spec: fleetv1alpha1.PlacementPolicySpec{
+				ResourceSelectors: []fleetv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "x"}},
+				Strategy:          fleetv1alpha1.StrategyDivide,
+			},
+		}
+	}
+	tests := []struct {
+		name   string
+		modify func(*fleetv1alpha1.PlacementPolicy)
+		want   string
+	}{
+		{"weights sum to zero", func(p *fleetv1alpha1.PlacementPolicy) {
+			p.Spec.Weights = []fleetv1alpha1.Weight{{Cluster: "a", Weight: 0}, {Cluster: "b", Weight: 0}}
+		}, "weights must sum to more than zero"},
+		{"override on an unknown path", func(p *fleetv1alpha1.PlacementPolicy) {
+			p.Spec.Overrides = []fleetv1alpha1.Override{{Patches: []fleetv1alpha1.JSONPatch{{Op: "replace", Path: "/spec/template/spec/serviceAccountName", Value: &apiextensionsv1.JSON{Raw: []byte(`"root"`)}}}}}
+		}, "path must be /spec/replicas"},
+		{"name and labelSelector", func(p *fleetv1alpha1.PlacementPolicy) {
+			p.Spec.ResourceSelectors[0].LabelSelector = &metav1.LabelSelector{}
+		}, "set exactly one of name and labelSelector"},
+		{"wrong apiVersion for the kind", func(p *fleetv1alpha1.PlacementPolicy) {
+			p.Spec.ResourceSelectors[0].APIVersion = "v1"
+		}, "apiVersion must be apps/v1"},
+		{"labelValue weights without weightLabel", func(p *fleetv1alpha1.PlacementPolicy) {
+			p.Spec.Weights = []fleetv1alpha1.Weight{{LabelValue: "eu", Weight: 1}}
+		}, "weights by labelValue need weightLabel"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := base()
+			tt.modify(p)
+			err := k.Create(ctx, p)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("create = %v, want Invalid with %q", err, tt.want)
+			}
+		})
+	}
+}

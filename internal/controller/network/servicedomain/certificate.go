@@ -1,0 +1,127 @@
+package servicedomain
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
+)
+
+// wantsCertificate is true when sd gets a certificate: it asks for one, and its zone
+// names an issuer.
+func wantsCertificate(sd *networkv1alpha1.ServiceDomain, zone *networkv1alpha1.DomainZone) bool {
+	return sd.Spec.TLS != networkv1alpha1.TLSNone && zone.Spec.Certificates != nil && zone.Spec.Certificates.IssuerRef != nil
+}
+
+// secretName is the Secret cert-manager writes sd's key pair to.
+func secretName(sd *networkv1alpha1.ServiceDomain) string { return sd.Name + "-tls" }
+
+// reconcileCertificate writes sd's cert-manager Certificate and reads its readiness
+// and expiry.
+func (r *Reconciler) reconcileCertificate(ctx context.Context, sd *networkv1alpha1.ServiceDomain, zone *networkv1alpha1.DomainZone, obs *observation) error {
+	if !wantsCertificate(sd, zone) {
+		if sd.Spec.TLS == networkv1alpha1.TLSNone {
+			obs.cert.ok("NotRequested", "no certificate: tls is None")
+		} else {
+			obs.cert.ok("ZoneIssuesNone", fmt.Sprintf("no certificate: DomainZone %s names no issuer", zone.Name))
+		}
+		return nil
+	}
+	version, err := r.kinds.version(certificateKind)
+	if err != nil {
+		obs.cert.fail("DiscoveryFailed", err.Error())
+		return err
+	}
+	if version == "" {
+		obs.cert.fail("CertManagerMissing", "cert-manager is not installed (no cert-manager.io/v1 Certificate kind); install cert-manager and this ServiceDomain goes on by itself")
+		return nil
+	}
+	obs.certName, obs.certSecret = sd.Name, secretName(sd)
+	gvk := certificateKind.WithVersion(version)
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(gvk)
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: sd.Namespace, Name: sd.Name}, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		existing = nil
+	case err != nil:
+		r.kinds.forget(certificateKind)
+		obs.cert.fail("CertificateReadFailed", err.Error())
+		return err
+	case !ownedBy(existing, sd):
+		obs.cert.fail("Conflict", fmt.Sprintf("Certificate %s exists in namespace %s and is not this ServiceDomain's; Orderly does not take it over: rename or delete it", sd.Name, sd.Namespace))
+		return nil
+	}
+	issuer := zone.Spec.Certificates.IssuerRef
+	kind := issuer.Kind
+	if kind == "" {
+		kind = "ClusterIssuer"
+	}
+	labels := map[string]any{}
+	for k, v := range childLabels(sd) {
+		labels[k] = v
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{
+			"secretName": secretName(sd),
+			"dnsNames":   []any{sd.Spec.Hostname},
+			"issuerRef":  map[string]any{"group": "cert-manager.io", "kind": kind, "name": issuer.Name},
+			// The Secret carries the ServiceDomain's labels, so that it can be told apart.
+			"secretTemplate": map[string]any{"labels": labels},
+		},
+	}}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(sd.Namespace)
+	u.SetName(sd.Name)
+	u.SetLabels(childLabels(sd))
+	u.SetOwnerReferences([]metav1.OwnerReference{ownerRef(sd)})
+	if err := r.apply(ctx, u); err != nil {
+		obs.cert.fail("CertificateWriteFailed", err.Error())
+		return err
+	}
+	if existing == nil {
+		obs.cert.fail("Issuing", fmt.Sprintf("Certificate %s is written; waiting for cert-manager to issue it from %s %s", sd.Name, kind, issuer.Name))
+		return nil
+	}
+	if s, _, _ := unstructured.NestedString(existing.Object, "status", "notAfter"); s != "" {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			mt := metav1.NewTime(t)
+			obs.certNotAfter = &mt
+		}
+	}
+	status, reason, message := readyCondition(existing)
+	switch status {
+	case "True":
+		msg := fmt.Sprintf("Certificate %s is issued by %s %s", sd.Name, kind, issuer.Name)
+		if obs.certNotAfter != nil {
+			msg += ", valid until " + obs.certNotAfter.UTC().Format(time.RFC3339)
+		}
+		obs.cert.ok("Issued", msg)
+	case "":
+		obs.cert.fail("Issuing", fmt.Sprintf("Certificate %s is written; waiting for cert-manager to issue it from %s %s (no Ready condition yet: is cert-manager running?)", sd.Name, kind, issuer.Name))
+	default:
+		obs.cert.fail("CertificateNotReady", fmt.Sprintf("cert-manager reports Certificate %s not ready (%s): %s", sd.Name, reason, message))
+	}
+	return nil
+}
+
+// readyCondition is the Ready condition of a cert-manager object.
+func readyCondition(u *unstructured.Unstructured) (status, reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" {
+			status, _ = m["status"].(string)
+			reason, _ = m["reason"].(string)
+			message, _ = m["message"].(string)
+			return status, reason, message
+		}
+	}
+	return "", "", ""
+}

@@ -1,0 +1,308 @@
+// Package servicedomain implements the ServiceDomain controller: for a hostname in a
+// DomainZone it claims the hostname cluster-wide (HostnameClaim), writes its DNS
+// record (RFC 2136 with TSIG to a DNS server, or an external-dns DNSEndpoint), its
+// certificate (a cert-manager Certificate) and its route (a Gateway API HTTPRoute or
+// an Ingress), repairs them when changed, and reports whether all three are ready.
+package servicedomain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
+	"orderly.dev/orderly/internal/labels"
+)
+
+// Name is the controller's name, as given to --controllers.
+const Name = "servicedomain"
+
+// finalizer keeps a ServiceDomain until its record, route, certificate and claim are gone.
+const finalizer = "network.orderly.dev/cleanup"
+
+// pendingRecheck is how soon a ServiceDomain that waits on something Orderly does
+// not watch (a CRD being installed, cert-manager issuing, a Gateway's address) is
+// looked at again.
+const pendingRecheck = 10 * time.Second
+
+// defaultResync is the resync interval when a zone does not set one.
+const defaultResync = 5 * time.Minute
+
+// Reconciler reconciles ServiceDomains.
+type Reconciler struct {
+	client.Client
+	// APIReader reads straight from the API server: objects Orderly may not own
+	// (a route or Certificate of the same name), kinds that may not be installed,
+	// the TSIG Secret (Secrets are never cached), claims (create-if-absent needs
+	// the latest), Services and Namespaces by metadata.
+	APIReader client.Reader
+	Recorder  kit.Recorder
+	// Clock is the time checks are stamped with; the wall clock when nil.
+	Clock clock.PassiveClock
+	// ManagerNamespace is the manager's own namespace: TSIG Secrets are read from it,
+	// and no ServiceDomain acts in it.
+	ManagerNamespace string
+
+	kinds *kindDetector
+}
+
+// Controller is the ServiceDomain controller as the manager runs it.
+var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
+
+// Setup builds the reconciler and registers it with mgr.
+func Setup(_ context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+	return NewReconciler(mgr, deps).SetupWithManager(mgr, deps.Options)
+}
+
+// NewReconciler is the reconciler Setup registers.
+func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
+	clk := deps.ClockOrReal()
+	return &Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: kit.EventsFor(mgr, "orderly-servicedomain"),
+		Clock:    clk, ManagerNamespace: deps.Namespace,
+		kinds: newKindDetector(mgr.GetRESTMapper(), clk.Now),
+	}
+}
+
+// The manager claims hostnames (HostnameClaims: create, and delete its own), writes
+// routes, Certificates and DNSEndpoints named after each ServiceDomain in its
+// namespace (server-side apply: create and patch; delete only those it controls,
+// when the ServiceDomain goes), reads Gateways (their address), Services and
+// Namespaces one by one, and TSIG Secrets by name (get only: never listed, watched or
+// cached; only the manager's namespace is read).
+//
+// +kubebuilder:rbac:groups=network.orderly.dev,resources=servicedomains,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=network.orderly.dev,resources=servicedomains/status,verbs=get;patch
+// +kubebuilder:rbac:groups=network.orderly.dev,resources=servicedomains/finalizers,verbs=update
+// +kubebuilder:rbac:groups=network.orderly.dev,resources=domainzones,verbs=get;list;watch
+// +kubebuilder:rbac:groups=network.orderly.dev,resources=hostnameclaims,verbs=get;create;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups="",resources=services,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Cache narrows the manager's cache to what this controller needs: of Ingresses,
+// only those Orderly manages.
+func Cache() kit.CacheRules {
+	managed := cache.ByObject{Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.ManagedBy: labels.ManagedByValue})}
+	return kit.CacheRules{
+		&networkingv1.Ingress{}: managed,
+	}
+}
+
+func (r *Reconciler) clock() clock.PassiveClock {
+	if r.Clock == nil {
+		return clock.RealClock{}
+	}
+	return r.Clock
+}
+
+// SetupWithManager registers the controller with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		WithOptions(opts).
+		For(&networkv1alpha1.ServiceDomain{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// An Ingress's load balancer address is the record's value.
+		Owns(&networkingv1.Ingress{}).
+		Watches(&networkv1alpha1.DomainZone{}, handler.EnqueueRequestsFromMapFunc(r.domainsOfZone)).
+		Complete(r)
+}
+
+// domainsOfZone maps a DomainZone to every ServiceDomain whose hostname falls in it.
+func (r *Reconciler) domainsOfZone(ctx context.Context, o client.Object) []reconcile.Request {
+	z := o.(*networkv1alpha1.DomainZone)
+	var list networkv1alpha1.ServiceDomainList
+	if err := r.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "Listing ServiceDomains for DomainZone", "domainzone", z.Name)
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if inZone(list.Items[i].Spec.Hostname, z.Spec.Zone) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
+// Reconcile converges one ServiceDomain.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var sd networkv1alpha1.ServiceDomain
+	if err := r.Get(ctx, req.NamespacedName, &sd); err != nil {
+		if apierrors.IsNotFound(err) {
+			series.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !sd.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &sd)
+	}
+	obs := &observation{}
+	if strings.HasPrefix(sd.Namespace, "kube-") || (r.ManagerNamespace != "" && sd.Namespace == r.ManagerNamespace) {
+		obs.block("NamespaceNotAllowed", fmt.Sprintf("Orderly registers no hostnames for namespace %s (kube-* namespaces and Orderly's own are left alone)", sd.Namespace))
+		return r.finish(ctx, &sd, obs, nil)
+	}
+	zone, err := r.zoneFor(ctx, &sd, obs)
+	if err != nil {
+		return r.finish(ctx, &sd, obs, err)
+	}
+	if zone == nil {
+		// Nothing written: a hostname outside every allowed zone is only reported.
+		// Its zone may appear or open up: the DomainZone watch brings it back.
+		return r.finish(ctx, &sd, obs, nil)
+	}
+	obs.zone = zone
+	if err := kit.AddFinalizer(ctx, r.Client, r.APIReader, &sd, finalizer); err != nil {
+		if errors.Is(err, kit.ErrDeleting) {
+			return r.finalize(ctx, &sd)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	held, err := r.claim(ctx, &sd, obs)
+	if err != nil || !held {
+		return r.finish(ctx, &sd, obs, err)
+	}
+	// Each part converges on its own: one that cannot go on (a missing CRD, a
+	// refused write) is reported and does not hold the others back.
+	var errs []error
+	errs = append(errs, r.checkService(ctx, &sd, obs))
+	errs = append(errs, r.reconcileRoute(ctx, &sd, zone, obs))
+	errs = append(errs, r.reconcileCertificate(ctx, &sd, zone, obs))
+	errs = append(errs, r.reconcileDNS(ctx, &sd, zone, obs))
+	return r.finish(ctx, &sd, obs, errors.Join(errs...))
+}
+
+// zoneFor finds sd's DomainZone; nil with obs blocked when there is none.
+func (r *Reconciler) zoneFor(ctx context.Context, sd *networkv1alpha1.ServiceDomain, obs *observation) (*networkv1alpha1.DomainZone, error) {
+	var zones networkv1alpha1.DomainZoneList
+	if err := r.List(ctx, &zones); err != nil {
+		obs.block("ZoneUnknown", "Listing DomainZones failed: "+err.Error())
+		return nil, err
+	}
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: sd.Namespace}, ns); err != nil {
+		obs.block("ZoneUnknown", "Reading namespace "+sd.Namespace+" failed: "+err.Error())
+		return nil, err
+	}
+	choice := pickZone(zones.Items, sd.Spec.Hostname, sd.Namespace, ns.Labels)
+	if choice.zone == nil {
+		obs.block(choice.reason, choice.message)
+		return nil, nil
+	}
+	return choice.zone, nil
+}
+
+// checkService reports a Service that does not exist (the route is written anyway,
+// and works once the Service is created).
+func (r *Reconciler) checkService(ctx context.Context, sd *networkv1alpha1.ServiceDomain, obs *observation) error {
+	svc := &metav1.PartialObjectMetadata{}
+	svc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: sd.Namespace, Name: sd.Spec.Service.Name}, svc)
+	switch {
+	case apierrors.IsNotFound(err):
+		obs.serviceMissing = true
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading Service %s: %w", sd.Spec.Service.Name, err)
+	}
+	return nil
+}
+
+// finish computes and writes the status from obs, and says when to come back.
+func (r *Reconciler) finish(ctx context.Context, sd *networkv1alpha1.ServiceDomain, obs *observation, err error) (ctrl.Result, error) {
+	now := r.clock().Now()
+	before, werr := kit.PatchStatusReplacing(ctx, r.Client, r.APIReader, sd, func(o *networkv1alpha1.ServiceDomain) {
+		computeStatus(o, obs, now)
+	})
+	if werr != nil {
+		return ctrl.Result{}, errors.Join(err, werr)
+	}
+	if before != nil {
+		r.events(sd, before)
+	}
+	recordMetrics(sd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: obs.requeue(resyncOf(obs.zone))}, nil
+}
+
+func resyncOf(z *networkv1alpha1.DomainZone) time.Duration {
+	if z == nil || z.Spec.DNS.ResyncInterval.Duration <= 0 {
+		return defaultResync
+	}
+	return z.Spec.DNS.ResyncInterval.Duration
+}
+
+// events sends an Event for each condition that changed status or reason; on the
+// first status, for Ready alone (one Event per new ServiceDomain, not four).
+func (r *Reconciler) events(sd, before *networkv1alpha1.ServiceDomain) {
+	for _, t := range []string{networkv1alpha1.ConditionDNSReady, networkv1alpha1.ConditionCertificateReady, networkv1alpha1.ConditionRouteReady, networkv1alpha1.ConditionReady} {
+		now := findCondition(sd.Status.Conditions, t)
+		was := findCondition(before.Status.Conditions, t)
+		if now == nil || (was != nil && was.Status == now.Status && was.Reason == now.Reason) || (was == nil && t != networkv1alpha1.ConditionReady) {
+			continue
+		}
+		typ := corev1.EventTypeNormal
+		if now.Status == metav1.ConditionFalse {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(sd, nil, typ, now.Reason, t, "%s", kit.Truncate(now.Message, 1024))
+	}
+}
+
+func findCondition(list []metav1.Condition, t string) *metav1.Condition {
+	for i := range list {
+		if list[i].Type == t {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+// ownedBy is true when o carries a controller reference to sd.
+func ownedBy(o metav1.Object, sd *networkv1alpha1.ServiceDomain) bool {
+	ref := metav1.GetControllerOf(o)
+	return ref != nil && ref.UID == sd.UID
+}
+
+// ownerRef is the controller reference of what Orderly writes for sd.
+func ownerRef(sd *networkv1alpha1.ServiceDomain) metav1.OwnerReference {
+	t := true
+	return metav1.OwnerReference{
+		APIVersion: networkv1alpha1.GroupVersion.String(), Kind: "ServiceDomain",
+		Name: sd.Name, UID: sd.UID, Controller: &t, BlockOwnerDeletion: &t,
+	}
+}
+
+// childLabels are the labels of everything Orderly writes for sd.
+func childLabels(sd *networkv1alpha1.ServiceDomain) map[string]string {
+	return map[string]string{labels.ManagedBy: labels.ManagedByValue, networkv1alpha1.ServiceDomainLabel: sd.Name}
+}

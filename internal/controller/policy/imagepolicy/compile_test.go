@@ -1,0 +1,60 @@
+package imagepolicy
+
+import (
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+
+	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/admission"
+)
+
+func TestCompileAdmission(t *testing.T) {
+	endpoint := &admission.Endpoint{URL: "https://127.0.0.1:9443", CABundle: []byte("ca")}
+	tests := []struct {
+		name                    string
+		policy                  *policyv1alpha1.ImagePolicy
+		endpoint                *admission.Endpoint
+		wantVAP, wantWebhook    bool
+		wantFailure             admissionv1.FailurePolicyType
+		wantBindingActionIsDeny bool
+	}{
+		{"severity only: webhook, no native policy", policy(nil), endpoint, false, true, admissionv1.Fail, false},
+		{"registries and severity: both", policy(func(s *policyv1alpha1.ImagePolicySpec) { s.AllowedRegistries = []string{"r.io/*"} }), endpoint, true, true, admissionv1.Fail, true},
+		{"registries only, unscanned allowed: native only", policy(func(s *policyv1alpha1.ImagePolicySpec) {
+			s.MaxSeverity = ""
+			s.AllowedRegistries = []string{"r.io/*"}
+			s.Unscanned = &policyv1alpha1.UnscannedPolicy{Action: policyv1alpha1.UnscannedAllow}
+		}), endpoint, true, false, "", true},
+		{"Warn fails open", policy(func(s *policyv1alpha1.ImagePolicySpec) { s.Action = policyv1alpha1.ImageActionWarn }), endpoint, false, true, admissionv1.Ignore, false},
+		{"no webhook served: no configuration", policy(nil), nil, false, false, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := CompileAdmission(tt.policy, tt.endpoint, "orderly-system")
+			if (a.VAP != nil) != tt.wantVAP || (a.Webhook != nil) != tt.wantWebhook {
+				t.Fatalf("VAP %v webhook %v", a.VAP != nil, a.Webhook != nil)
+			}
+			if a.Webhook != nil {
+				w := a.Webhook.Webhooks[0]
+				if *w.FailurePolicy != tt.wantFailure || *w.ClientConfig.URL != "https://127.0.0.1:9443/imagepolicy/prod" {
+					t.Errorf("webhook %+v", w)
+				}
+				if !strings.Contains(w.MatchConditions[0].Expression, `"orderly-system"`) {
+					t.Errorf("the manager's namespace is not excluded: %s", w.MatchConditions[0].Expression)
+				}
+				for _, r := range w.Rules {
+					for _, op := range r.Operations {
+						if op == admissionv1.Delete {
+							t.Error("DELETE is checked")
+						}
+					}
+				}
+			}
+			if a.VAPBinding != nil && (a.VAPBinding.Spec.ValidationActions[0] == admissionv1.Deny) != tt.wantBindingActionIsDeny {
+				t.Errorf("binding actions %v", a.VAPBinding.Spec.ValidationActions)
+			}
+		})
+	}
+}
