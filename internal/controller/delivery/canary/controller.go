@@ -73,7 +73,7 @@ type Reconciler struct {
 	// ManagerNamespace is the manager's own namespace, where no Canary acts.
 	ManagerNamespace string
 
-	kinds *kindDetector
+	kinds *kit.KindDetector
 	prom  *prometheusClients
 	gate  *gate
 }
@@ -100,7 +100,7 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: kit.EventsFor(mgr, "orderly-canary"),
 		Clock:    clk, ManagerNamespace: deps.Namespace,
-		kinds: newKindDetector(mgr.GetRESTMapper(), clk.Now),
+		kinds: kit.NewKindDetector(mgr.GetRESTMapper(), clk.Now, nil),
 		prom:  newPrometheusClients(),
 		// Half the workers at most wait on one Prometheus: the others go on with
 		// Canaries of other servers, and with everything that is not an analysis.

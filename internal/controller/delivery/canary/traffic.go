@@ -6,8 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,65 +32,6 @@ const (
 	kindHTTPRoute      = "HTTPRoute"
 	kindVirtualService = "VirtualService"
 )
-
-// How long an answer about an installed kind is trusted. A missing kind is asked
-// about again sooner, so that installing its CRD makes Canaries go on quickly; each
-// question is a discovery request, so it is shared by every Canary.
-const (
-	installedTTL = time.Minute
-	missingTTL   = 5 * time.Second
-)
-
-// kindDetector tells whether the API server serves a kind, and at which version.
-type kindDetector struct {
-	mapper meta.RESTMapper
-	now    func() time.Time
-
-	mu      sync.Mutex
-	answers map[schema.GroupKind]kindAnswer
-}
-
-type kindAnswer struct {
-	version string // "" when not served
-	at      time.Time
-}
-
-func newKindDetector(mapper meta.RESTMapper, now func() time.Time) *kindDetector {
-	return &kindDetector{mapper: mapper, now: now, answers: map[schema.GroupKind]kindAnswer{}}
-}
-
-// version returns the served version of gk, "" when the kind is not served.
-func (d *kindDetector) version(gk schema.GroupKind) (string, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	now := d.now()
-	if a, ok := d.answers[gk]; ok {
-		ttl := missingTTL
-		if a.version != "" {
-			ttl = installedTTL
-		}
-		if now.Sub(a.at) < ttl {
-			return a.version, nil
-		}
-	}
-	m, err := d.mapper.RESTMapping(gk)
-	switch {
-	case meta.IsNoMatchError(err):
-		d.answers[gk] = kindAnswer{at: now}
-		return "", nil
-	case err != nil:
-		return "", fmt.Errorf("asking the API server whether %s is served: %w", gk, err)
-	}
-	d.answers[gk] = kindAnswer{version: m.GroupVersionKind.Version, at: now}
-	return m.GroupVersionKind.Version, nil
-}
-
-// forget drops what is known of gk: a route read failed as if the kind were gone.
-func (d *kindDetector) forget(gk schema.GroupKind) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.answers, gk)
-}
 
 // router is one route of spec.traffic.
 type router struct {
@@ -133,7 +72,7 @@ func (o *routerObservation) ready() bool { return o.reason == "" }
 // cached nor watched, as their kinds may not be installed.
 func (r *Reconciler) observeRouter(ctx context.Context, c *deliveryv1alpha1.Canary, rt router) (routerObservation, error) {
 	o := routerObservation{router: rt, status: deliveryv1alpha1.RouterStatus{Kind: rt.kind, Name: rt.name}}
-	version, err := r.kinds.version(rt.gk)
+	version, err := r.kinds.Version(rt.gk)
 	if err != nil {
 		return o, err
 	}
@@ -149,7 +88,7 @@ func (r *Reconciler) observeRouter(ctx context.Context, c *deliveryv1alpha1.Cana
 	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: rt.name}, u)
 	switch {
 	case meta.IsNoMatchError(err):
-		r.kinds.forget(rt.gk)
+		r.kinds.Forget(rt.gk)
 		o.status.Installed = false
 		o.reason, o.message = rt.kind+"CRDMissing", fmt.Sprintf("the %s CRD (%s) is not installed in the cluster", rt.kind, rt.gk.Group)
 		return o, nil

@@ -33,7 +33,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, sd *networkv1alph
 		}
 		return nil
 	}
-	version, err := r.kinds.version(certificateKind)
+	version, err := r.kinds.Version(certificateKind)
 	if err != nil {
 		obs.cert.fail("DiscoveryFailed", err.Error())
 		return err
@@ -51,7 +51,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, sd *networkv1alph
 	case apierrors.IsNotFound(err):
 		existing = nil
 	case err != nil:
-		r.kinds.forget(certificateKind)
+		r.kinds.Forget(certificateKind)
 		obs.cert.fail("CertificateReadFailed", err.Error())
 		return err
 	case !ownedBy(existing, sd):

@@ -62,7 +62,7 @@ type Reconciler struct {
 	// and no ServiceDomain acts in it.
 	ManagerNamespace string
 
-	kinds *kindDetector
+	kinds *kit.KindDetector
 }
 
 // Controller is the ServiceDomain controller as the manager runs it.
@@ -80,7 +80,7 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: kit.EventsFor(mgr, "orderly-servicedomain"),
 		Clock:    clk, ManagerNamespace: deps.Namespace,
-		kinds: newKindDetector(mgr.GetRESTMapper(), clk.Now),
+		kinds: kit.NewKindDetector(mgr.GetRESTMapper(), clk.Now, wantedVersions),
 	}
 }
 

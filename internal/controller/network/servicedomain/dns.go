@@ -136,7 +136,7 @@ func (r *Reconciler) reconcileRFC2136(ctx context.Context, sd *networkv1alpha1.S
 
 // reconcileEndpoint writes sd's DNSEndpoint for external-dns.
 func (r *Reconciler) reconcileEndpoint(ctx context.Context, sd *networkv1alpha1.ServiceDomain, zone *networkv1alpha1.DomainZone, values []string, obs *observation) error {
-	version, err := r.kinds.version(dnsEndpointKind)
+	version, err := r.kinds.Version(dnsEndpointKind)
 	if err != nil {
 		obs.dns.fail("DiscoveryFailed", err.Error())
 		return err
@@ -153,7 +153,7 @@ func (r *Reconciler) reconcileEndpoint(ctx context.Context, sd *networkv1alpha1.
 	case apierrors.IsNotFound(err):
 		existing = nil
 	case err != nil:
-		r.kinds.forget(dnsEndpointKind)
+		r.kinds.Forget(dnsEndpointKind)
 		obs.dns.fail("EndpointReadFailed", err.Error())
 		return err
 	case !ownedBy(existing, sd):

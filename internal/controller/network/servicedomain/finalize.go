@@ -74,7 +74,7 @@ func (r *Reconciler) cleanup(ctx context.Context, sd *networkv1alpha1.ServiceDom
 		errs = append(errs, r.deleteRecord(ctx, sd, zone))
 	}
 	for _, gk := range []schema.GroupKind{httpRouteKind, certificateKind, dnsEndpointKind} {
-		v, err := r.kinds.version(gk)
+		v, err := r.kinds.Version(gk)
 		if err != nil {
 			errs = append(errs, err)
 			continue

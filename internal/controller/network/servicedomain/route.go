@@ -57,7 +57,7 @@ func (r *Reconciler) reconcileHTTPRoute(ctx context.Context, sd *networkv1alpha1
 		obs.route.fail("ZoneHasNoGateway", fmt.Sprintf("DomainZone %s names no gateway; use route: Ingress (it has ingress class %q) or ask a platform admin to add a gateway", zone.Name, zone.Spec.Route.IngressClassName))
 		return nil
 	}
-	version, err := r.kinds.version(httpRouteKind)
+	version, err := r.kinds.Version(httpRouteKind)
 	if err != nil {
 		obs.route.fail("DiscoveryFailed", err.Error())
 		return err
@@ -73,7 +73,7 @@ func (r *Reconciler) reconcileHTTPRoute(ctx context.Context, sd *networkv1alpha1
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		r.kinds.forget(httpRouteKind)
+		r.kinds.Forget(httpRouteKind)
 		obs.route.fail("RouteReadFailed", err.Error())
 		return err
 	case !ownedBy(existing, sd):
@@ -109,7 +109,7 @@ func (r *Reconciler) reconcileHTTPRoute(ctx context.Context, sd *networkv1alpha1
 	}
 
 	// The Gateway: that it exists, and its addresses.
-	gwVersion, err := r.kinds.version(gatewayKind)
+	gwVersion, err := r.kinds.Version(gatewayKind)
 	if err != nil || gwVersion == "" {
 		obs.route.fail("GatewayAPIMissing", "the Gateway kind is not served; install the Gateway API CRDs")
 		return err
