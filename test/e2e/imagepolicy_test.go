@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
@@ -81,9 +82,13 @@ func TestImagePolicy(t *testing.T) {
 	}
 
 	// A registry outside allowedRegistries is refused by the native policy, without
-	// any scan: no ImageScan, not even a pending one, appears for it.
+	// any scan: no ImageScan, not even a pending one, appears for it. The probe is a
+	// dry run: the policy's binding reaches the API server's admission a moment after
+	// Ready, and a Deployment admitted before that would run and count as coverage.
 	g.Eventually(func(g Gomega) {
-		err := create("docker.io/library/nginx:1.27")
+		d := deployment(ns, "outside", 1)
+		d.Spec.Template.Spec.Containers[0].Image = "docker.io/library/nginx:1.27"
+		err := k.Create(ctx, d, client.DryRunAll)
 		g.Expect(err).To(HaveOccurred())
 		g.Expect(err.Error()).To(And(ContainSubstring("docker.io/library/nginx"), ContainSubstring(reg.Host+"/*")))
 	}, timeout, poll).Should(Succeed())
@@ -109,9 +114,14 @@ func TestImagePolicy(t *testing.T) {
 
 	// An ignored CVE admits until its expiry passes.
 	expires := time.Now().Add(20 * time.Second)
-	g.Expect(k.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
-	p.Spec.Ignore = []policyv1alpha1.ImageIgnore{{ID: "CVE-2024-4242", Reason: "e2e: not reachable", Expires: &metav1.Time{Time: expires}}}
-	g.Expect(k.Update(ctx, p)).To(Succeed())
+	// Re-read on conflict: the controller writes the policy's status meanwhile.
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		p.Spec.Ignore = []policyv1alpha1.ImageIgnore{{ID: "CVE-2024-4242", Reason: "e2e: not reachable", Expires: &metav1.Time{Time: expires}}}
+		return k.Update(ctx, p)
+	})).To(Succeed())
 	g.Eventually(func() error { return create(repo + ":vuln") }, timeout, poll).Should(Succeed())
 	time.Sleep(time.Until(expires)) // the expiry itself is what is tested
 	g.Eventually(func(g Gomega) {

@@ -223,11 +223,20 @@ func restartManager(t *testing.T, extra ...string) {
 // startManager runs `orderly manager` as Orderly runs in a cluster (leader election
 // in its namespace, the ServiceAccount's kubeconfig) and waits until it is ready. The
 // returned func stops it.
+//
+// Its lease is longer than the default (60 s, renewed within 45 s; a test's own flags
+// come after and win): `make test` runs the integration tests beside this suite, and
+// on a small machine the API server can answer a renewal late enough that a leader
+// with the default 10 s deadline gives up its lease and exits, leaving the tests
+// after it without a manager. Failover tests start replicas with their own timings.
+// A manager that exits on its own all the same is reported at once with its log.
 func startManager(bin, kubeconfig string, extra ...string) (func(), error) {
+	args := []string{"--leader-elect=true", "--leader-election-namespace", managerNamespace,
+		"--leader-elect-lease-duration=60s", "--leader-elect-renew-deadline=45s"}
 	m, err := launch.Start(context.Background(), launch.Options{
 		Bin:        bin,
 		Kubeconfig: kubeconfig,
-		Args:       append([]string{"--leader-elect=true", "--leader-election-namespace", managerNamespace}, extra...),
+		Args:       append(args, extra...),
 		LogPath:    managerLog,
 	})
 	if err != nil {
@@ -235,7 +244,24 @@ func startManager(bin, kubeconfig string, extra ...string) (func(), error) {
 	}
 	metricsURL = m.MetricsURL
 	fmt.Fprintf(os.Stderr, "manager ready (pid %d), logs in %s\n", m.Pid, m.LogPath)
+	stopping := make(chan struct{})
+	go func() {
+		select {
+		case <-stopping:
+		case <-m.Exited():
+			select {
+			case <-stopping:
+			default:
+				err := m.Stop() // the exit status and the end of its log
+				if err == nil {
+					err = fmt.Errorf("exit status 0; the end of its log:\n%s", m.Tail())
+				}
+				fmt.Fprintf(os.Stderr, "THE MANAGER (pid %d) EXITED ON ITS OWN: the tests after this point run without one until a test restarts it. %v\n", m.Pid, err)
+			}
+		}
+	}()
 	return func() {
+		close(stopping)
 		if err := m.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}

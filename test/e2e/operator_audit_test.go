@@ -82,7 +82,7 @@ func TestAuditGradesOperators(t *testing.T) {
 
 	// Orderly: every group it ships is controlled by its Deployment, all alpha.
 	const orderly = "Deployment orderly-system/orderly-manager"
-	shipped := orderlyGroups(t)
+	shipped := crdGroups(t, "bases")
 	g.Expect(shipped).To(ContainElements("tenancy.orderly.dev", "power.orderly.dev", "policy.orderly.dev", "data.orderly.dev", "delivery.orderly.dev"))
 	for _, name := range shipped {
 		gr, ok := groups[name]
@@ -94,7 +94,9 @@ func TestAuditGradesOperators(t *testing.T) {
 	o, ok := ops[orderly]
 	g.Expect(ok).To(BeTrue(), "Orderly's manager not graded: %+v", report.Operators)
 	g.Expect(o.ServiceAccount).To(Equal("orderly-system/orderly-manager"))
-	g.Expect(o.Groups).To(ConsistOf(shipped))
+	// It also controls the standard multi-cluster groups whose CRDs the local cluster
+	// applies for PlacementPolicy (it writes ClusterProfile conditions and PlacementDecisions).
+	g.Expect(o.Groups).To(ConsistOf(append(slices.Clone(shipped), crdGroups(t, "external")...)))
 	g.Expect(o.Replicas).To(Equal(int32(2)))
 	g.Expect(notPassed(o.Findings)).To(Equal(map[string]int{
 		"api.maturity":      30,
@@ -195,13 +197,14 @@ func runAudit(t *testing.T, args ...string) audit.Report {
 	return r
 }
 
-// orderlyGroups are the API groups of the CRDs Orderly ships, from their file names
-// (<group>_<plural>.yaml).
-func orderlyGroups(t *testing.T) []string {
+// crdGroups are the API groups of the CRDs in config/crd/<dir> (bases: the ones
+// Orderly ships; external: standard ones the local cluster applies), from their file
+// names (<group>_<plural>.yaml).
+func crdGroups(t *testing.T, dir string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "crd", "bases", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "crd", dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no CRDs in config/crd/bases: %v", err)
+		t.Fatalf("no CRDs in config/crd/%s: %v", dir, err)
 	}
 	var out []string
 	for _, f := range files {

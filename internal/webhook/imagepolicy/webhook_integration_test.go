@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -141,6 +142,23 @@ func ready(g Gomega, name string) *policyv1alpha1.ImagePolicy {
 	return &p
 }
 
+// editPolicy changes a policy's spec on its latest version: the controller writes its
+// status meanwhile, so an update from an older read conflicts.
+func editPolicy(t *testing.T, name string, mut func(*policyv1alpha1.ImagePolicySpec)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var p policyv1alpha1.ImagePolicy
+		if err := k.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+			return err
+		}
+		mut(&p.Spec)
+		return k.Update(context.Background(), &p)
+	})
+	if err != nil {
+		t.Fatalf("edit ImagePolicy %s: %v", name, err)
+	}
+}
+
 func digestOf(b byte) string { return "sha256:" + strings.Repeat(fmt.Sprintf("%02x", b), 32) }
 
 const repo = "registry.example.com/team/app"
@@ -187,13 +205,13 @@ func TestScanDecisions(t *testing.T) {
 	})
 
 	// Ignored until it expires.
-	g.Expect(k.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
-	p.Spec.Ignore = []policyv1alpha1.ImageIgnore{{ID: "CVE-2024-1111", Reason: "not reachable", Expires: &metav1.Time{Time: time.Now().Add(time.Hour)}}}
-	g.Expect(k.Update(ctx, p)).To(Succeed())
+	editPolicy(t, p.Name, func(s *policyv1alpha1.ImagePolicySpec) {
+		s.Ignore = []policyv1alpha1.ImageIgnore{{ID: "CVE-2024-1111", Reason: "not reachable", Expires: &metav1.Time{Time: time.Now().Add(time.Hour)}}}
+	})
 	g.Eventually(func() error { return k.Create(ctx, pod("scan-decisions", "ignored", repo+":vuln")) }, timeout, poll).Should(Succeed())
-	g.Expect(k.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
-	p.Spec.Ignore[0].Expires = &metav1.Time{Time: time.Now().Add(-time.Minute)}
-	g.Expect(k.Update(ctx, p)).To(Succeed())
+	editPolicy(t, p.Name, func(s *policyv1alpha1.ImagePolicySpec) {
+		s.Ignore[0].Expires = &metav1.Time{Time: time.Now().Add(-time.Minute)}
+	})
 	g.Eventually(func() bool {
 		return apierrors.IsForbidden(k.Create(ctx, pod("scan-decisions", "expired", repo+":vuln")))
 	}, timeout, poll).Should(BeTrue())
@@ -273,9 +291,9 @@ func TestNativeChecks(t *testing.T) {
 	g.Expect(err).To(HaveOccurred())
 
 	// requireDigest, added to the same policy.
-	g.Expect(k.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
-	p.Spec.RequireDigest = &policyv1alpha1.RequireDigest{Enabled: true}
-	g.Expect(k.Update(ctx, p)).To(Succeed())
+	editPolicy(t, p.Name, func(s *policyv1alpha1.ImagePolicySpec) {
+		s.RequireDigest = &policyv1alpha1.RequireDigest{Enabled: true}
+	})
 	g.Eventually(func(g Gomega) {
 		err := k.Create(ctx, pod("native", "tagged", repo+":v2"))
 		g.Expect(err).To(HaveOccurred())

@@ -99,27 +99,26 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}); err != nil {
 		return fmt.Errorf("indexing DevDatabases by server: %w", err)
 	}
-	// Only a server being deleted cares about DevDatabases coming and going.
-	createOrDelete := predicate.Funcs{
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	// The server's count of databases in use follows DevDatabases coming, going, and
+	// changing phase (created on the server, expired, dropped), rather than waiting for
+	// the next recheck; a server being deleted also learns when its last user is gone.
+	usersChanged := predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.(*datav1alpha1.DevDatabase).Status.Phase != e.ObjectNew.(*datav1alpha1.DevDatabase).Status.Phase
+		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(opts).
 		For(&datav1alpha1.DatabaseServer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&datav1alpha1.DevDatabase{}, handler.EnqueueRequestsFromMapFunc(r.deletingServerOf), builder.WithPredicates(createOrDelete)).
+		Watches(&datav1alpha1.DevDatabase{}, handler.EnqueueRequestsFromMapFunc(serverOf), builder.WithPredicates(usersChanged)).
 		Complete(r)
 }
 
-// deletingServerOf maps a DevDatabase to its server when that server is being deleted.
-func (r *Reconciler) deletingServerOf(ctx context.Context, o client.Object) []reconcile.Request {
-	name := o.(*datav1alpha1.DevDatabase).Spec.ServerRef
-	var s datav1alpha1.DatabaseServer
-	if err := r.Get(ctx, client.ObjectKey{Name: name}, &s); err != nil || s.DeletionTimestamp.IsZero() {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
+// serverOf maps a DevDatabase to the server it uses.
+func serverOf(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.(*datav1alpha1.DevDatabase).Spec.ServerRef}}}
 }
 
 // Reconcile connects to one server and reports what it found.

@@ -199,8 +199,10 @@ func TestImageScansAreValidated(t *testing.T) {
 	sc.Spec.Digest = digests["clean"]
 	g.Expect(k.Create(ctx, sc)).To(Succeed())
 	t.Cleanup(func() { _ = k.Delete(context.Background(), sc) })
+	// A patch, not an update: the controller may write the scan's status meanwhile.
+	before := sc.DeepCopy()
 	sc.Spec.Repository = "r.io/b"
-	err := k.Update(ctx, sc)
+	err := k.Patch(ctx, sc, client.MergeFrom(before))
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).To(ContainSubstring("repository is immutable"))
 }
