@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,8 +261,10 @@ func startManager(bin, kubeconfig string, extra ...string) (func(), error) {
 			}
 		}
 	}()
+	// Tests may stop a manager that a cleanup stops again.
+	var once sync.Once
 	return func() {
-		close(stopping)
+		once.Do(func() { close(stopping) })
 		if err := m.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
