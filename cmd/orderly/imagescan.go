@@ -23,7 +23,9 @@ func addImageScanFlags(f *pflag.FlagSet) {
 	f.DurationVar(&imagescan.Settings.RefreshInterval, "imagescan-db-refresh-interval", imagescan.DefaultRefresh,
 		"how often the vulnerability database is reloaded; a new version rescans every image in use")
 	f.StringVar(&imagescan.Settings.CredentialsSecret, "imagescan-registry-secret", "",
-		"kubernetes.io/dockerconfigjson Secret in the manager's namespace with the registry credentials the scanner uses (default: anonymous)")
+		"kubernetes.io/dockerconfigjson Secret in the manager's namespace with the registry credentials the scanner uses after the pods' own pull secrets (default: none)")
+	f.BoolVar(&imagescan.Settings.PodPullSecrets, "imagescan-pod-pull-secrets", true,
+		"try the imagePullSecrets of the pods that run an image (and of the object admission met) before --imagescan-registry-secret; read by name, in the pod's namespace")
 	f.StringSliceVar(&o.insecure, "imagescan-insecure-registries", nil,
 		"registries (host:port) the scanner reaches over plain HTTP, e.g. a test registry on loopback")
 	f.BoolVar(&o.webhook, "imagepolicy-webhook", false,

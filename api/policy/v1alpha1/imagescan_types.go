@@ -16,6 +16,11 @@ func init() {
 // written only by Orderly.
 const ImageScanLabel = "policy.orderly.dev/imagescan"
 
+// ImageScanPullSecretsAnnotation, on a pending ImageScan, names the pull secrets
+// ("namespace/name,...") of the object whose admission queued it, so that a private
+// image can be resolved before any pod runs it. Written by Orderly's webhook only.
+const ImageScanPullSecretsAnnotation = "policy.orderly.dev/pull-secrets"
+
 // Severity of a vulnerability, as the scanner reports it.
 // +kubebuilder:validation:Enum=Critical;High;Medium;Low;Unknown
 type Severity string

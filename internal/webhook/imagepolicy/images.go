@@ -11,6 +11,15 @@ import (
 // CronJob, or a kind with spec.template (Deployment, StatefulSet, DaemonSet,
 // ReplicaSet, Job).
 func Images(kind string, raw []byte) ([]string, error) {
+	spec, err := PodSpecOf(kind, raw)
+	if err != nil {
+		return nil, err
+	}
+	return ImagesOf(spec), nil
+}
+
+// PodSpecOf returns the pod spec in raw, an object of kind (see Images).
+func PodSpecOf(kind string, raw []byte) (*corev1.PodSpec, error) {
 	var spec *corev1.PodSpec
 	switch kind {
 	case "Pod":
@@ -46,6 +55,11 @@ func Images(kind string, raw []byte) ([]string, error) {
 		}
 		spec = &o.Spec.Template.Spec
 	}
+	return spec, nil
+}
+
+// ImagesOf returns the images of spec's containers, init and ephemeral ones included.
+func ImagesOf(spec *corev1.PodSpec) []string {
 	var out []string
 	for _, c := range spec.InitContainers {
 		out = append(out, c.Image)
@@ -56,5 +70,5 @@ func Images(kind string, raw []byte) ([]string, error) {
 	for _, c := range spec.EphemeralContainers {
 		out = append(out, c.Image)
 	}
-	return out, nil
+	return out
 }

@@ -118,11 +118,12 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		decisions.WithLabelValues(name, "error").Inc()
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	images, err := Images(req.Kind.Kind, req.Object.Raw)
+	spec, err := PodSpecOf(req.Kind.Kind, req.Object.Raw)
 	if err != nil {
 		decisions.WithLabelValues(name, "error").Inc()
 		return admission.Errored(http.StatusBadRequest, err)
 	}
+	images := ImagesOf(spec)
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
 		if old, err := Images(req.Kind.Kind, req.OldObject.Raw); err == nil && slices.Equal(old, images) {
 			return admission.Allowed("images unchanged")
@@ -144,7 +145,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		}
 		v := c.Evaluate(image, lookup, controller.Checks{Scan: true}, now)
 		if v.Queue && (req.DryRun == nil || !*req.DryRun) {
-			h.queue(v.Ref)
+			h.queue(v.Ref, imagescan.PullSecretsFor(req.Namespace, spec.ImagePullSecrets))
 		}
 		if v.Reason != "" {
 			problems = append(problems, v.Message)
@@ -202,9 +203,10 @@ func (h *Handler) compile(p *policyv1alpha1.ImagePolicy) (*controller.Compiled, 
 }
 
 // queue creates the ImageScan that makes the scanner look at ref: the pending one
-// of a tag, or the ImageScan of a digest. In the background, with a deadline, so
+// of a tag, or the ImageScan of a digest, naming the pull secrets of the object
+// admission met (the scanner tries them first: no pod may run the image yet). In the background, with a deadline, so
 // the request does not wait for it.
-func (h *Handler) queue(ref imagescan.Ref) {
+func (h *Handler) queue(ref imagescan.Ref, pullSecrets []client.ObjectKey) {
 	h.queueOnce.Do(func() { h.queued = make(chan struct{}, maxQueued) })
 	select {
 	case h.queued <- struct{}{}:
@@ -219,6 +221,9 @@ func (h *Handler) queue(ref imagescan.Ref) {
 		sc.Name, sc.Spec.Digest = imagescan.ScanName(ref.Repository, ref.Digest), ref.Digest
 	} else {
 		sc.Name, sc.Spec.Tag = imagescan.PendingName(ref.Repository, ref.Tag), ref.Tag
+	}
+	if len(pullSecrets) > 0 {
+		sc.Annotations = map[string]string{policyv1alpha1.ImageScanPullSecretsAnnotation: imagescan.FormatPullSecrets(pullSecrets)}
 	}
 	h.wg.Go(func() {
 		defer func() { <-h.queued }()

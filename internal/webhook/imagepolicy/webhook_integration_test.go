@@ -193,12 +193,17 @@ func TestScanDecisions(t *testing.T) {
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "err = %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("CVE-2024-1111"))
 
-	// Unscanned: refused (Deny by default) and queued.
-	err = k.Create(ctx, pod("scan-decisions", "new", repo+":new"))
+	// Unscanned: refused (Deny by default) and queued, naming the pod's pull secret
+	// for the scanner (no pod will run the image before its scan).
+	unscanned := pod("scan-decisions", "new", repo+":new")
+	unscanned.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+	err = k.Create(ctx, unscanned)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "err = %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("not been scanned"))
-	g.Eventually(func() error {
-		return k.Get(ctx, client.ObjectKey{Name: imagescan.PendingName(repo, "new")}, &policyv1alpha1.ImageScan{})
+	g.Eventually(func(g Gomega) {
+		var pending policyv1alpha1.ImageScan
+		g.Expect(k.Get(ctx, client.ObjectKey{Name: imagescan.PendingName(repo, "new")}, &pending)).To(Succeed())
+		g.Expect(pending.Annotations).To(HaveKeyWithValue(policyv1alpha1.ImageScanPullSecretsAnnotation, "scan-decisions/regcred"))
 	}, timeout, poll).Should(Succeed())
 	t.Cleanup(func() {
 		_ = k.Delete(context.Background(), &policyv1alpha1.ImageScan{ObjectMeta: metav1.ObjectMeta{Name: imagescan.PendingName(repo, "new")}})

@@ -56,8 +56,11 @@ var Settings struct {
 	// CredentialsSecret is a kubernetes.io/dockerconfigjson Secret in the manager's
 	// namespace whose credentials are used for every registry it names.
 	CredentialsSecret string
-	Workers           int
-	Retention         time.Duration
+	// PodPullSecrets: try the imagePullSecrets of the pods that run an image (and of
+	// the object admission met) first.
+	PodPullSecrets bool
+	Workers        int
+	Retention      time.Duration
 	// RefreshInterval is how often the vulnerability database is reloaded.
 	RefreshInterval time.Duration
 }
@@ -90,7 +93,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 	}
 	s := &Scanner{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Engine: e, Namespace: deps.Namespace,
-		CredentialsSecret: Settings.CredentialsSecret, Workers: Settings.Workers, Retention: Settings.Retention,
+		CredentialsSecret: Settings.CredentialsSecret, PodPullSecrets: Settings.PodPullSecrets, Workers: Settings.Workers, Retention: Settings.Retention,
 		RefreshInterval: Settings.RefreshInterval, Clock: deps.ClockOrReal(),
 	}
 	return s.SetupWithManager(ctx, mgr)
@@ -104,6 +107,8 @@ type Scanner struct {
 	// Namespace is the manager's namespace, where CredentialsSecret lives.
 	Namespace         string
 	CredentialsSecret string
+	// PodPullSecrets: the pull secrets a job names are tried before CredentialsSecret.
+	PodPullSecrets bool
 	// Workers scan at once; DefaultWorkers when zero.
 	Workers int
 	// Retention is how long an ImageScan no pod uses is kept.
@@ -140,6 +145,9 @@ type job struct {
 	repository string
 	tag        string
 	digest     string
+	// secrets are the pull secrets of the pods that run the image (or of the object
+	// admission met), tried before the configured credentials.
+	secrets []client.ObjectKey
 }
 
 func (j job) key() string {
@@ -319,25 +327,6 @@ func (s *Scanner) work(ctx context.Context) bool {
 	return true
 }
 
-// keychain reads the configured registry credentials; anonymous without them.
-func (s *Scanner) keychain(ctx context.Context) (authn.Keychain, error) {
-	if s.CredentialsSecret == "" {
-		return authn.NewMultiKeychain(), nil
-	}
-	var sec corev1.Secret
-	if err := s.APIReader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.CredentialsSecret}, &sec); err != nil {
-		return nil, fmt.Errorf("reading registry credentials Secret %s/%s: %w", s.Namespace, s.CredentialsSecret, err)
-	}
-	data := sec.Data[corev1.DockerConfigJsonKey]
-	if data == nil {
-		data = sec.Data[corev1.DockerConfigKey]
-	}
-	if data == nil {
-		return nil, fmt.Errorf("registry credentials Secret %s/%s has no %s", s.Namespace, s.CredentialsSecret, corev1.DockerConfigJsonKey)
-	}
-	return ParseDockerConfig(data)
-}
-
 // use is an image digest in use, as the inventory found it.
 type use struct {
 	repository, digest string
@@ -377,6 +366,8 @@ func (s *Scanner) Inventory(ctx context.Context) error {
 		}
 	}
 	uses := map[string]*use{}
+	secrets := map[string][]client.ObjectKey{} // by repository
+	toResolve := map[string]job{}              // by TagKey
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		if !matched[pod.Namespace] || pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
@@ -384,11 +375,12 @@ func (s *Scanner) Inventory(ctx context.Context) error {
 		}
 		images, _ := PodImages(pod)
 		for _, img := range images {
+			secrets[img.Repository] = addPullSecrets(secrets[img.Repository], pod.Namespace, pod.Spec.ImagePullSecrets)
 			digest := img.Digest
 			if digest == "" {
 				r, fresh := s.resolution(img.Repository, img.Tag, now)
 				if !fresh {
-					s.enqueue(job{resolve: true, repository: img.Repository, tag: img.Tag})
+					toResolve[TagKey(img.Repository, img.Tag)] = job{resolve: true, repository: img.Repository, tag: img.Tag}
 				}
 				if r == "" {
 					continue
@@ -408,6 +400,11 @@ func (s *Scanner) Inventory(ctx context.Context) error {
 			u.pods++
 		}
 	}
+	for _, k := range slices.Sorted(maps.Keys(toResolve)) {
+		j := toResolve[k]
+		j.secrets = secrets[j.repository]
+		s.enqueue(j)
+	}
 	var scans policyv1alpha1.ImageScanList
 	if err := s.Client.List(ctx, &scans); err != nil {
 		return err
@@ -420,7 +417,7 @@ func (s *Scanner) Inventory(ctx context.Context) error {
 			continue
 		}
 		if sc.Spec.Digest == "" {
-			errs = append(errs, s.pending(ctx, sc, now))
+			errs = append(errs, s.pending(ctx, sc, secrets[sc.Spec.Repository], now))
 			continue
 		}
 		u := uses[sc.Name]
@@ -432,13 +429,13 @@ func (s *Scanner) Inventory(ctx context.Context) error {
 			continue
 		}
 		if s.due(sc, dbVersion, rescan, now) {
-			s.enqueue(job{repository: sc.Spec.Repository, digest: sc.Spec.Digest})
+			s.enqueue(job{repository: sc.Spec.Repository, digest: sc.Spec.Digest, secrets: admittedWith(sc, secrets[sc.Spec.Repository])})
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(uses)) {
 		u := uses[name]
 		errs = append(errs, s.create(ctx, u.repository, u.digest, u.tags, u, now))
-		s.enqueue(job{repository: u.repository, digest: u.digest})
+		s.enqueue(job{repository: u.repository, digest: u.digest, secrets: secrets[u.repository]})
 	}
 	return errors.Join(errs...)
 }
@@ -579,37 +576,39 @@ func (s *Scanner) collect(ctx context.Context, sc *policyv1alpha1.ImageScan) err
 	return nil
 }
 
-// pending handles a pending ImageScan (a tag admission met): queue its resolve,
-// and delete it once the retention period passes without success.
-func (s *Scanner) pending(ctx context.Context, sc *policyv1alpha1.ImageScan, now time.Time) error {
+// pending handles a pending ImageScan (a tag admission met): queue its resolve, with
+// the pull secrets of the pods that run its repository and of the object admission
+// met, and delete it once the retention period passes without success.
+func (s *Scanner) pending(ctx context.Context, sc *policyv1alpha1.ImageScan, podSecrets []client.ObjectKey, now time.Time) error {
 	if now.Sub(sc.CreationTimestamp.Time) > s.Retention {
 		return s.collect(ctx, sc)
 	}
 	if st := sc.Status.Error; st != nil && st.Time != nil && now.Sub(st.Time.Time) < s.RetryInterval {
 		return nil
 	}
-	s.enqueue(job{resolve: true, repository: sc.Spec.Repository, tag: sc.Spec.Tag})
+	s.enqueue(job{resolve: true, repository: sc.Spec.Repository, tag: sc.Spec.Tag, secrets: admittedWith(sc, podSecrets)})
 	return nil
 }
 
 // resolve asks the registry for a tag's digest, makes sure the digest has its
 // ImageScan with the tag, queues its scan, and deletes the tag's pending ImageScan.
 func (s *Scanner) resolve(ctx context.Context, j job) error {
-	kc, err := s.keychain(ctx)
+	var digest string
+	err := s.withCredentials(ctx, j.repository, j.secrets, func(kc authn.Keychain) error {
+		rctx, cancel := context.WithTimeout(ctx, s.ScanTimeout)
+		defer cancel()
+		var err error
+		digest, err = s.Engine.Resolve(rctx, Ref{Repository: j.repository, Tag: j.tag}.Pullable(), kc)
+		return err
+	})
 	if err != nil {
-		return s.pendingFailed(ctx, j, "AuthFailed", err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, s.ScanTimeout)
-	defer cancel()
-	digest, err := s.Engine.Resolve(rctx, Ref{Repository: j.repository, Tag: j.tag}.Pullable(), kc)
-	if err != nil {
-		resolves.WithLabelValues(s.Engine.Reason(err)).Inc()
+		resolves.WithLabelValues(s.reason(err)).Inc()
 		s.mu.Lock()
 		r := s.resolved[TagKey(j.repository, j.tag)]
 		r.failed = s.Clock.Now()
 		s.resolved[TagKey(j.repository, j.tag)] = r
 		s.mu.Unlock()
-		return s.pendingFailed(ctx, j, s.Engine.Reason(err), err)
+		return s.pendingFailed(ctx, j, s.reason(err), err)
 	}
 	resolves.WithLabelValues("Resolved").Inc()
 	now := s.Clock.Now()
@@ -633,7 +632,7 @@ func (s *Scanner) resolve(ctx context.Context, j job) error {
 		}
 	}
 	if sc.Status.ScannedAt == nil && sc.Status.Error == nil {
-		s.enqueue(job{repository: j.repository, digest: digest})
+		s.enqueue(job{repository: j.repository, digest: digest, secrets: j.secrets})
 	}
 	pending := &policyv1alpha1.ImageScan{ObjectMeta: metav1.ObjectMeta{Name: PendingName(j.repository, j.tag)}}
 	if err := s.Client.Delete(ctx, pending); err != nil && !apierrors.IsNotFound(err) {
@@ -668,17 +667,18 @@ func (s *Scanner) scan(ctx context.Context, j job) error {
 		return client.IgnoreNotFound(err)
 	}
 	base := sc.DeepCopy()
-	kc, err := s.keychain(ctx)
 	start := time.Now()
 	var res *Result
-	if err == nil {
+	err := s.withCredentials(ctx, j.repository, j.secrets, func(kc authn.Keychain) error {
 		sctx, cancel := context.WithTimeout(ctx, s.ScanTimeout)
+		defer cancel()
+		var err error
 		res, err = s.Engine.Scan(sctx, Ref{Repository: j.repository, Digest: j.digest}.Pullable(), kc)
-		cancel()
-	}
+		return err
+	})
 	now := s.Clock.Now()
 	if err != nil {
-		reason := s.Engine.Reason(err)
+		reason := s.reason(err)
 		scans.WithLabelValues(reason).Inc()
 		setError(&sc.Status, reason, err, now)
 	} else {

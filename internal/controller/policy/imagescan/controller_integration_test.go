@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -42,7 +44,13 @@ var (
 	reg *testregistry.Registry
 	// digests of the images pushed, by tag.
 	digests = map[string]string{}
+	// priv is a registry that wants a password (privUser, privPassword); it holds
+	// private/app:1, a copy of the vulnerable image, whose digest is privDigest.
+	priv       *testregistry.Registry
+	privDigest string
 )
+
+const privUser, privPassword = "puller", "s3cret"
 
 func TestMain(m *testing.M) {
 	testenv.Main(m, func(e *testenv.Env) (func(), error) {
@@ -53,8 +61,9 @@ func TestMain(m *testing.M) {
 			return nil, err
 		}
 		teardown := func() { reg.Close() }
+		vulnerable := testimages.Contents{Dpkg: []testimages.Pkg{{Name: "openssl", Version: "3.0.1-1"}, {Name: "zlib1g", Version: "1:1.2.13.dfsg-1"}}}
 		for tag, c := range map[string]testimages.Contents{
-			"vuln":  {Dpkg: []testimages.Pkg{{Name: "openssl", Version: "3.0.1-1"}, {Name: "zlib1g", Version: "1:1.2.13.dfsg-1"}}},
+			"vuln":  vulnerable,
 			"clean": {Dpkg: []testimages.Pkg{{Name: "zlib1g", Version: "1:1.2.13.dfsg-1"}}},
 		} {
 			d, err := testimages.Push(ctx, reg.Host, "team/app:"+tag, c)
@@ -63,22 +72,31 @@ func TestMain(m *testing.M) {
 			}
 			digests[tag] = d
 		}
+		if priv, err = testregistry.StartWithAuth(privUser, privPassword); err != nil {
+			return teardown, err
+		}
+		teardown = func() { reg.Close(); priv.Close() }
+		privDigest, err = testimages.Push(ctx, priv.Host, "private/app:1", vulnerable,
+			remote.WithAuth(authn.FromConfig(authn.AuthConfig{Username: privUser, Password: privPassword})))
+		if err != nil {
+			return teardown, err
+		}
 		dbDir, err := os.MkdirTemp("", "osv-")
 		if err != nil {
 			return teardown, err
 		}
-		teardown = func() { reg.Close(); _ = os.RemoveAll(dbDir) }
+		teardown = func() { reg.Close(); priv.Close(); _ = os.RemoveAll(dbDir) }
 		if err := testimages.WriteOSV(dbDir, testimages.Vuln{ID: "CVE-2024-1111", Ecosystem: "Debian:12", Package: "openssl", Fixed: "3.0.2-1", Severity: "CRITICAL"}); err != nil {
 			return teardown, err
 		}
-		s, err := engine.New(engine.Options{DBDir: dbDir, Insecure: []string{reg.Host}})
+		s, err := engine.New(engine.Options{DBDir: dbDir, Insecure: []string{reg.Host, priv.Host}})
 		if err != nil {
 			return teardown, err
 		}
 		c := imagescan.Controller
 		c.Setup = func(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 			sc := &imagescan.Scanner{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Engine: imagescan.FromScanner(s),
-				Namespace: "default", Retention: retention, Interval: time.Second, RetryInterval: 2 * time.Second, Clock: deps.ClockOrReal()}
+				Namespace: "default", PodPullSecrets: true, Retention: retention, Interval: time.Second, RetryInterval: 2 * time.Second, Clock: deps.ClockOrReal()}
 			return sc.SetupWithManager(ctx, mgr)
 		}
 		stop, err := e.StartManager(kit.Deps{Namespace: "default"}, []kit.Controller{c})
@@ -187,6 +205,64 @@ func TestPendingTagIsResolvedAndErrorsAreReported(t *testing.T) {
 		c := meta.FindStatusCondition(sc.Status.Conditions, policyv1alpha1.ImageScanConditionScanned)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	}, timeout, poll).Should(Succeed())
+}
+
+// TestPrivateImagesUseThePullSecrets: a private image is resolved and scanned with
+// the pull secrets of the objects that name it: the secret admission recorded on a
+// pending ImageScan, the pods' imagePullSecrets, tried in turn until the registry
+// takes one; credentials it refuses are reported as AuthFailed, never as clean.
+func TestPrivateImagesUseThePullSecrets(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "private-images"
+	policy := &policyv1alpha1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: policyv1alpha1.ImagePolicySpec{
+		Match:       policyv1alpha1.ImagePolicyMatch{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"private": "yes"}}},
+		MaxSeverity: policyv1alpha1.MaxSeverityHigh,
+	}}
+	g.Expect(k.Create(ctx, policy)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), policy) })
+	g.Expect(k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"private": "yes"}}})).To(Succeed())
+	for name, password := range map[string]string{"wrong": "not-the-password", "regcred": privPassword} {
+		cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{priv.Host: map[string]string{"username": privUser, "password": password}}})
+		g.Expect(k.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: cfg}})).To(Succeed())
+	}
+	repo := priv.Host + "/private/app"
+
+	// Admission met the tag in an object naming only the wrong secret: refused.
+	pending := &policyv1alpha1.ImageScan{
+		ObjectMeta: metav1.ObjectMeta{Name: imagescan.PendingName(repo, "1"),
+			Labels:      map[string]string{labels.ManagedBy: labels.ManagedByValue, policyv1alpha1.ImageScanLabel: "true"},
+			Annotations: map[string]string{policyv1alpha1.ImageScanPullSecretsAnnotation: ns + "/wrong"}},
+		Spec: policyv1alpha1.ImageScanSpec{Repository: repo, Tag: "1"},
+	}
+	g.Expect(k.Create(ctx, pending)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), pending) })
+	g.Eventually(func(g Gomega) {
+		sc := getScan(g, pending.Name)
+		g.Expect(sc.Status.Error).NotTo(BeNil())
+		g.Expect(sc.Status.Error.Reason).To(Equal("AuthFailed"))
+		g.Expect(sc.Status.Error.Message).NotTo(ContainSubstring("not-the-password"))
+	}, timeout, poll).Should(Succeed())
+
+	// A pod naming the wrong secret and the right one: the second is tried after the
+	// registry refuses the first; the digest is scanned and the pending one deleted.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: corev1.PodSpec{
+		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "wrong"}, {Name: "regcred"}},
+		Containers:       []corev1.Container{{Name: "app", Image: repo + ":1"}},
+	}}
+	g.Expect(k.Create(ctx, pod)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), pod) })
+	g.Eventually(func(g Gomega) {
+		sc := getScan(g, imagescan.ScanName(repo, privDigest))
+		g.Expect(sc.Status.Error).To(BeNil())
+		g.Expect(sc.Status.ScannedAt).NotTo(BeNil())
+		g.Expect(sc.Status.Counts.Critical).To(BeEquivalentTo(1))
+		g.Expect(sc.Status.Tags).To(ContainElement("1"))
+		err := k.Get(ctx, client.ObjectKey{Name: pending.Name}, &policyv1alpha1.ImageScan{})
+		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+		g.Expect(err).To(HaveOccurred(), "the pending ImageScan is deleted once resolved")
 	}, timeout, poll).Should(Succeed())
 }
 

@@ -96,3 +96,25 @@ func TestDockerConfigKeychain(t *testing.T) {
 		}
 	}
 }
+
+func TestPullSecretReferences(t *testing.T) {
+	refs := PullSecretsFor("team-a", []corev1.LocalObjectReference{{Name: "one"}, {Name: ""}, {Name: "one"}, {Name: "two"}})
+	if got := FormatPullSecrets(refs); got != "team-a/one,team-a/two" {
+		t.Fatalf("FormatPullSecrets = %q", got)
+	}
+	// Malformed entries are skipped; the list stays bounded.
+	parsed := ParsePullSecrets("team-a/one, bad,/x,y/,team-b/a,team-b/b,team-b/c,team-b/d")
+	if len(parsed) != MaxPullSecrets || parsed[0].String() != "team-a/one" || parsed[1].String() != "team-b/a" {
+		t.Fatalf("ParsePullSecrets = %v", parsed)
+	}
+	sc := &policyv1alpha1.ImageScan{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		policyv1alpha1.ImageScanPullSecretsAnnotation: "team-b/x,team-a/one"}}}
+	// The pods' secrets come first; admission's are added without repeats.
+	got := admittedWith(sc, refs)
+	if FormatPullSecrets(got) != "team-a/one,team-a/two,team-b/x" {
+		t.Fatalf("admittedWith = %v", got)
+	}
+	if len(refs) != 2 {
+		t.Fatalf("admittedWith changed its argument: %v", refs)
+	}
+}
