@@ -198,6 +198,9 @@ func runManager(ctx context.Context, o managerOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := imageScanFlags.apply(); err != nil {
+		return err
+	}
 	webhookOpts := o.webhook.options()
 	webhookOpts.ImagePolicy = imageScanFlags.webhook
 	if _, err := webhookOpts.Validate(); err != nil {

@@ -3,6 +3,8 @@ package imagescan
 import (
 	"archive/zip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -24,9 +26,12 @@ const MaxDownloadBytes = int64(4) << 30
 // <dir>/<Ecosystem>/all.zip, the layout Options.DBDir reads. Each archive is written
 // aside, checked to be a readable zip, and renamed into place, so a scanner never
 // sees half a file; a failed download leaves the previous archive. Requests are
-// conditional (the ETag is kept in <dir>/<Ecosystem>/.etag), so an unchanged archive
-// costs one 304. changed is true when any archive was replaced; a ReloadDB then
-// loads it. Errors have reason DatabaseMissing.
+// conditional (the ETag and Last-Modified are kept in <dir>/<Ecosystem>/.etag and
+// .last-modified), so an unchanged archive costs one 304; a server that answers 200
+// anyway with the same bytes (their SHA-256 is kept in .sha256) changes nothing
+// either, so the database's version, and with it every image's scan, stays put.
+// changed is true when any archive was replaced; a ReloadDB then loads it. Errors
+// have reason DatabaseMissing.
 func DownloadDB(ctx context.Context, client *http.Client, baseURL, dir string, ecosystems ...string) (changed bool, err error) {
 	if client == nil {
 		client = http.DefaultClient
@@ -60,9 +65,13 @@ func downloadOne(ctx context.Context, client *http.Client, baseURL, dir, eco str
 		return false, err
 	}
 	req.Header.Set("User-Agent", "orderly-imagescan")
+	modifiedFile, sumFile := filepath.Join(d, ".last-modified"), filepath.Join(d, ".sha256")
 	if _, err := os.Stat(filepath.Join(d, "all.zip")); err == nil {
 		if etag, err := os.ReadFile(etagFile); err == nil && len(etag) > 0 {
 			req.Header.Set("If-None-Match", strings.TrimSpace(string(etag)))
+		}
+		if lm, err := os.ReadFile(modifiedFile); err == nil && len(lm) > 0 {
+			req.Header.Set("If-Modified-Since", strings.TrimSpace(string(lm)))
 		}
 	}
 	resp, err := client.Do(req)
@@ -82,7 +91,8 @@ func downloadOne(ctx context.Context, client *http.Client, baseURL, dir, eco str
 		return false, err
 	}
 	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, io.LimitReader(resp.Body, MaxDownloadBytes+1))
+	sum := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, sum), io.LimitReader(resp.Body, MaxDownloadBytes+1))
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -97,16 +107,27 @@ func downloadOne(ctx context.Context, client *http.Client, baseURL, dir, eco str
 		return false, fmt.Errorf("downloading %s: not a readable zip archive: %w", u, err)
 	}
 	_ = zr.Close()
+	keep := func(file, value string) {
+		if value != "" {
+			_ = os.WriteFile(file, []byte(value), 0o644)
+		} else {
+			_ = os.Remove(file)
+		}
+	}
+	keep(etagFile, resp.Header.Get("ETag"))
+	keep(modifiedFile, resp.Header.Get("Last-Modified"))
+	digest := hex.EncodeToString(sum.Sum(nil))
+	if old, err := os.ReadFile(sumFile); err == nil && strings.TrimSpace(string(old)) == digest {
+		if _, err := os.Stat(filepath.Join(d, "all.zip")); err == nil {
+			return false, nil
+		}
+	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return false, err
 	}
 	if err := os.Rename(tmp.Name(), filepath.Join(d, "all.zip")); err != nil {
 		return false, err
 	}
-	if etag := resp.Header.Get("ETag"); etag != "" {
-		_ = os.WriteFile(etagFile, []byte(etag), 0o644)
-	} else {
-		_ = os.Remove(etagFile)
-	}
+	keep(sumFile, digest)
 	return true, nil
 }

@@ -19,6 +19,8 @@ import (
 type osvServer struct {
 	mu       sync.Mutex
 	archives map[string][]byte
+	// noETag: answer every request with the whole archive, as a plain file server might.
+	noETag bool
 }
 
 func (o *osvServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -28,6 +30,10 @@ func (o *osvServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, found := o.archives[eco]
 	if !ok || !found {
 		http.NotFound(w, r)
+		return
+	}
+	if o.noETag {
+		_, _ = w.Write(b)
 		return
 	}
 	etag := fmt.Sprintf(`"%d"`, len(b))
@@ -70,6 +76,16 @@ func TestDownloadDB(t *testing.T) {
 	}
 	if changed, err := DownloadDB(ctx, ts.Client(), ts.URL, dir, "Debian"); err != nil || changed {
 		t.Fatalf("unchanged archive: changed %v, %v", changed, err)
+	}
+	// A server without ETags that sends the same bytes again changes nothing.
+	srv.mu.Lock()
+	srv.noETag = true
+	srv.mu.Unlock()
+	if changed, err := DownloadDB(ctx, ts.Client(), ts.URL, dir, "Debian"); err != nil || changed {
+		t.Fatalf("the same bytes again: changed %v, %v", changed, err)
+	}
+	if changed, err := s.ReloadDB(); err != nil || changed || s.DBVersion() != v1 {
+		t.Fatalf("the same bytes again changed the database's version: %v, %v", changed, err)
 	}
 
 	srv.mu.Lock()

@@ -63,6 +63,9 @@ var Settings struct {
 	Retention      time.Duration
 	// RefreshInterval is how often the vulnerability database is reloaded.
 	RefreshInterval time.Duration
+	// FetchDB, when set, downloads the database into its directory before each
+	// reload (--imagescan-db-url); changed says whether any archive was replaced.
+	FetchDB func(ctx context.Context) (changed bool, err error)
 }
 
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=imagescans,verbs=get;list;watch;create;update;patch;delete
@@ -94,7 +97,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 	s := &Scanner{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Engine: e, Namespace: deps.Namespace,
 		CredentialsSecret: Settings.CredentialsSecret, PodPullSecrets: Settings.PodPullSecrets, Workers: Settings.Workers, Retention: Settings.Retention,
-		RefreshInterval: Settings.RefreshInterval, Clock: deps.ClockOrReal(),
+		RefreshInterval: Settings.RefreshInterval, FetchDB: Settings.FetchDB, Clock: deps.ClockOrReal(),
 	}
 	return s.SetupWithManager(ctx, mgr)
 }
@@ -123,7 +126,10 @@ type Scanner struct {
 	RetryInterval time.Duration
 	// RefreshInterval is how often the database is reloaded; DefaultRefresh when zero.
 	RefreshInterval time.Duration
-	Clock           clock.PassiveClock
+	// FetchDB, when set, downloads the database before the first inventory and before
+	// each reload.
+	FetchDB func(ctx context.Context) (changed bool, err error)
+	Clock   clock.PassiveClock
 
 	trigger chan struct{}
 	queue   workqueue.TypedRateLimitingInterface[string]
@@ -251,6 +257,11 @@ func (s *Scanner) Start(ctx context.Context) error {
 		s.queue.ShutDown()
 		wg.Wait()
 	}()
+	if s.FetchDB != nil {
+		// A downloaded database is wanted before the first scans, which would all
+		// fail with DatabaseMissing on a new manager.
+		s.refreshDB(ctx)
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	refresh := time.NewTicker(s.RefreshInterval)
@@ -260,15 +271,9 @@ func (s *Scanner) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-refresh.C:
-			changed, err := s.Engine.ReloadDB()
-			if err != nil {
-				logger.Error(err, "Reloading the vulnerability database")
-			}
-			if !changed {
+			if !s.refreshDB(ctx) {
 				continue
 			}
-			logger.Info("Vulnerability database changed: rescanning images in use", "version", s.Engine.DBVersion())
-			databaseReloads.Inc()
 		case <-timer.C:
 		case <-s.trigger:
 			// Pods come in bursts (a rollout): gather them into one inventory.
@@ -284,6 +289,32 @@ func (s *Scanner) Start(ctx context.Context) error {
 		queueLength.Set(float64(s.queue.Len()))
 		timer.Reset(s.Interval)
 	}
+}
+
+// refreshDB downloads the database (with FetchDB) and reloads it; it returns whether
+// a new version was loaded, which makes the next inventory rescan every image.
+func (s *Scanner) refreshDB(ctx context.Context) bool {
+	logger := log.FromContext(ctx)
+	if s.FetchDB != nil {
+		switch changed, err := s.FetchDB(ctx); {
+		case err != nil:
+			databaseDownloads.WithLabelValues("Failed").Inc()
+			logger.Error(err, "Downloading the vulnerability database; the one loaded before stays in use")
+		case changed:
+			databaseDownloads.WithLabelValues("Changed").Inc()
+		default:
+			databaseDownloads.WithLabelValues("Unchanged").Inc()
+		}
+	}
+	changed, err := s.Engine.ReloadDB()
+	if err != nil {
+		logger.Error(err, "Reloading the vulnerability database")
+	}
+	if changed {
+		logger.Info("Vulnerability database changed: rescanning images in use", "version", s.Engine.DBVersion())
+		databaseReloads.Inc()
+	}
+	return changed
 }
 
 func (s *Scanner) enqueue(j job) {

@@ -5,7 +5,10 @@ package imagescan_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -52,6 +55,12 @@ var (
 
 const privUser, privPassword = "puller", "s3cret"
 
+// osvDir holds the OSV archives the scanner downloads; baseVulns are written there first.
+var (
+	osvDir    string
+	baseVulns = []testimages.Vuln{{ID: "CVE-2024-1111", Ecosystem: "Debian:12", Package: "openssl", Fixed: "3.0.2-1", Severity: "CRITICAL"}}
+)
+
 func TestMain(m *testing.M) {
 	testenv.Main(m, func(e *testenv.Env) (func(), error) {
 		k = e.Client
@@ -81,12 +90,24 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return teardown, err
 		}
+		// The database is downloaded (--imagescan-db-url) from a file server over
+		// osvDir into the scanner's own, empty, directory.
+		if osvDir, err = os.MkdirTemp("", "osv-src-"); err != nil {
+			return teardown, err
+		}
 		dbDir, err := os.MkdirTemp("", "osv-")
 		if err != nil {
 			return teardown, err
 		}
-		teardown = func() { reg.Close(); priv.Close(); _ = os.RemoveAll(dbDir) }
-		if err := testimages.WriteOSV(dbDir, testimages.Vuln{ID: "CVE-2024-1111", Ecosystem: "Debian:12", Package: "openssl", Fixed: "3.0.2-1", Severity: "CRITICAL"}); err != nil {
+		osvServer := httptest.NewServer(http.FileServer(http.Dir(osvDir)))
+		teardown = func() {
+			reg.Close()
+			priv.Close()
+			osvServer.Close()
+			_ = os.RemoveAll(dbDir)
+			_ = os.RemoveAll(osvDir)
+		}
+		if err := testimages.WriteOSV(osvDir, baseVulns...); err != nil {
 			return teardown, err
 		}
 		s, err := engine.New(engine.Options{DBDir: dbDir, Insecure: []string{reg.Host, priv.Host}})
@@ -96,7 +117,11 @@ func TestMain(m *testing.M) {
 		c := imagescan.Controller
 		c.Setup = func(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 			sc := &imagescan.Scanner{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Engine: imagescan.FromScanner(s),
-				Namespace: "default", PodPullSecrets: true, Retention: retention, Interval: time.Second, RetryInterval: 2 * time.Second, Clock: deps.ClockOrReal()}
+				Namespace: "default", PodPullSecrets: true, Retention: retention, Interval: time.Second, RetryInterval: 2 * time.Second,
+				RefreshInterval: time.Second, Clock: deps.ClockOrReal(),
+				FetchDB: func(ctx context.Context) (bool, error) {
+					return engine.DownloadDB(ctx, osvServer.Client(), osvServer.URL, dbDir, "Debian")
+				}}
 			return sc.SetupWithManager(ctx, mgr)
 		}
 		stop, err := e.StartManager(kit.Deps{Namespace: "default"}, []kit.Controller{c})
@@ -263,6 +288,48 @@ func TestPrivateImagesUseThePullSecrets(t *testing.T) {
 		err := k.Get(ctx, client.ObjectKey{Name: pending.Name}, &policyv1alpha1.ImageScan{})
 		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
 		g.Expect(err).To(HaveOccurred(), "the pending ImageScan is deleted once resolved")
+	}, timeout, poll).Should(Succeed())
+}
+
+// TestANewDatabaseRescansImagesInUse: the database is downloaded from its URL; when
+// the archive there changes, the new version is loaded and the images in use are
+// scanned again against it (an unchanged archive changes nothing: the other tests
+// run with a refresh every second).
+func TestANewDatabaseRescansImagesInUse(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "db-refresh"
+	policy := &policyv1alpha1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: policyv1alpha1.ImagePolicySpec{
+		Match:       policyv1alpha1.ImagePolicyMatch{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"refresh": "yes"}}},
+		MaxSeverity: policyv1alpha1.MaxSeverityHigh,
+	}}
+	g.Expect(k.Create(ctx, policy)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), policy) })
+	g.Expect(k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"refresh": "yes"}}})).To(Succeed())
+	repo := reg.Host + "/team/app"
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: repo + ":clean"}}}}
+	g.Expect(k.Create(ctx, pod)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), pod) })
+	name := imagescan.ScanName(repo, digests["clean"])
+	var before *policyv1alpha1.ImageScan
+	g.Eventually(func(g Gomega) {
+		before = getScan(g, name)
+		g.Expect(before.Status.ScannedAt).NotTo(BeNil())
+		g.Expect(before.Status.Counts.Critical).To(BeZero())
+	}, timeout, poll).Should(Succeed())
+	// Several refreshes of the same archive later, still the same version.
+	time.Sleep(3 * time.Second)
+	g.Expect(getScan(g, name).Status.DatabaseVersion).To(Equal(before.Status.DatabaseVersion))
+
+	// The clean image's zlib1g gets a critical record at the URL.
+	zlib := testimages.Vuln{ID: "CVE-2024-2222", Ecosystem: "Debian:12", Package: "zlib1g", Fixed: "1:1.3.dfsg-1", Severity: "CRITICAL"}
+	g.Expect(testimages.WriteOSV(osvDir, append(slices.Clone(baseVulns), zlib)...)).To(Succeed())
+	t.Cleanup(func() { _ = testimages.WriteOSV(osvDir, baseVulns...) })
+	g.Eventually(func(g Gomega) {
+		sc := getScan(g, name)
+		g.Expect(sc.Status.DatabaseVersion).NotTo(Equal(before.Status.DatabaseVersion))
+		g.Expect(sc.Status.Counts.Critical).To(BeEquivalentTo(1))
+		g.Expect(sc.Status.Findings).To(ContainElement(HaveField("ID", "CVE-2024-2222")))
 	}, timeout, poll).Should(Succeed())
 }
 

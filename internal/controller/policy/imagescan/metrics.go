@@ -27,6 +27,10 @@ var (
 		Name: "orderly_imagescan_database_changes_total",
 		Help: "Times the vulnerability database was reloaded with a new version (every image in use is then rescanned).",
 	})
+	databaseDownloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "orderly_imagescan_database_downloads_total",
+		Help: "Downloads of the vulnerability database from --imagescan-db-url by result: Changed, Unchanged or Failed (the database loaded before stays in use).",
+	}, []string{"result"})
 	collected = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "orderly_imagescan_collected_total",
 		Help: "ImageScans deleted because no pod used their image for the retention period.",
@@ -34,5 +38,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(queueLength, scanDuration, scans, resolves, collected, databaseReloads)
+	metrics.Registry.MustRegister(queueLength, scanDuration, scans, resolves, collected, databaseReloads, databaseDownloads)
 }
