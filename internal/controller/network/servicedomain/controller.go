@@ -87,16 +87,17 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 // The manager claims hostnames (HostnameClaims: create, and delete its own), writes
 // routes, Certificates and DNSEndpoints named after each ServiceDomain in its
 // namespace (server-side apply: create and patch; delete only those it controls,
-// when the ServiceDomain goes), reads Gateways (their address), Services and
-// Namespaces one by one, and TSIG Secrets by name (get only: never listed, watched or
-// cached; only the manager's namespace is read).
+// when the ServiceDomain goes or its namespace loses the zone), reads Gateways (their
+// address) and Services one by one, watches Namespaces' labels (metadata only: a
+// zone's allowedNamespaces selects by them), and reads TSIG Secrets by name (get
+// only: never listed, watched or cached; only the manager's namespace is read).
 //
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=servicedomains,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=servicedomains/status,verbs=get;patch
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=servicedomains/finalizers,verbs=update
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=domainzones,verbs=get;list;watch
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=hostnameclaims,verbs=get;create;delete
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
@@ -131,7 +132,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		// An Ingress's load balancer address is the record's value.
 		Owns(&networkingv1.Ingress{}).
 		Watches(&networkv1alpha1.DomainZone{}, handler.EnqueueRequestsFromMapFunc(r.domainsOfZone)).
+		// A namespace's labels decide which zones it may use.
+		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.domainsOfNamespace),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r)
+}
+
+// domainsOfNamespace maps a Namespace to its ServiceDomains.
+func (r *Reconciler) domainsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list networkv1alpha1.ServiceDomainList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetName())); err != nil {
+		log.FromContext(ctx).Error(err, "Listing ServiceDomains for Namespace", "namespace", o.GetName())
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
 }
 
 // domainsOfZone maps a DomainZone to every ServiceDomain whose hostname falls in it.
@@ -173,8 +191,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.finish(ctx, &sd, obs, err)
 	}
 	if zone == nil {
-		// Nothing written: a hostname outside every allowed zone is only reported.
-		// Its zone may appear or open up: the DomainZone watch brings it back.
+		// A hostname outside every allowed zone is only reported: its zone may
+		// appear or open up (the DomainZone and Namespace watches bring it back).
+		// One registered before, whose zone no longer allows its namespace (the
+		// platform took the zone away), is withdrawn: its record, route and
+		// Certificate are removed and its claim released, as on deletion. A zone that
+		// is gone or ambiguous withdraws nothing: that is more likely a platform
+		// change in progress than a decision about this namespace.
+		if obs.blockedReason == reasonHostnameNotAllowed && containsFinalizer(&sd) {
+			if _, err := r.finalize(ctx, &sd); err != nil {
+				return r.finish(ctx, &sd, obs, err)
+			}
+			r.Recorder.Eventf(&sd, nil, corev1.EventTypeWarning, "Withdrawn", "Withdraw",
+				"%s is no longer registered: its zone no longer allows namespace %s; its DNS record, route and certificate were removed", sd.Spec.Hostname, sd.Namespace)
+			withdrawals.Inc()
+			obs.withdrawn = true
+		}
 		return r.finish(ctx, &sd, obs, nil)
 	}
 	obs.zone = zone

@@ -10,6 +10,7 @@ import (
 
 	mdns "github.com/miekg/dns"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -221,6 +222,46 @@ func TestNotAllowedAndInvalid(t *testing.T) {
 	deleteAndWait(t, ok)
 	deleteAndWait(t, sd)
 	deleteAndWait(t, outside)
+}
+
+// A namespace that loses its zone (its label no longer matches allowedNamespaces)
+// has its ServiceDomain withdrawn: record, ownership TXT, route and claim removed,
+// status naming none of them; given the zone back, it is registered again.
+func TestLosingTheZoneWithdrawsTheRegistration(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, map[string]string{"team": "blue"})
+	newService(t, ns)
+	host := "leaving." + zoneTeam
+	sd := newDomain(t, ns, "leaving", host)
+	expectCondition(t, sd, networkv1alpha1.ConditionReady, metav1.ConditionTrue, "Ready")
+	eventually(t, func(g Gomega) { g.Expect(query(g, host, mdns.TypeA)).To(ConsistOf(fixedAddr)) })
+
+	relabel := func(team string) {
+		var n corev1.Namespace
+		NewWithT(t).Expect(k.Get(ctx, client.ObjectKey{Name: ns}, &n)).To(Succeed())
+		n.Labels["team"] = team
+		NewWithT(t).Expect(k.Update(ctx, &n)).To(Succeed())
+	}
+	relabel("red")
+	expectCondition(t, sd, networkv1alpha1.ConditionReady, metav1.ConditionFalse, "HostnameNotAllowed")
+	eventually(t, func(g Gomega) {
+		g.Expect(query(g, host, mdns.TypeA)).To(BeEmpty())
+		g.Expect(query(g, dnsupdate.OwnerName(host), mdns.TypeTXT)).To(BeEmpty())
+		err := k.Get(ctx, client.ObjectKeyFromObject(httpRoute(ns, "leaving")), httpRoute(ns, "leaving"))
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the HTTPRoute is left: %v", err)
+		err = k.Get(ctx, client.ObjectKey{Name: host}, &networkv1alpha1.HostnameClaim{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the claim is left: %v", err)
+		var got networkv1alpha1.ServiceDomain
+		g.Expect(k.Get(ctx, client.ObjectKeyFromObject(sd), &got)).To(Succeed())
+		g.Expect(got.Status.DNS.Record).To(BeEmpty())
+		g.Expect(got.Status.Route.Name).To(BeEmpty())
+		g.Expect(got.Finalizers).To(BeEmpty(), "nothing is left to clean up")
+	})
+
+	relabel("blue")
+	expectCondition(t, sd, networkv1alpha1.ConditionReady, metav1.ConditionTrue, "Ready")
+	eventually(t, func(g Gomega) { g.Expect(query(g, host, mdns.TypeA)).To(ConsistOf(fixedAddr)) })
+	deleteAndWait(t, sd)
 }
 
 // route: Ingress writes an Ingress of the zone's class, whose load balancer address

@@ -31,8 +31,15 @@ var dnsUpdates = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "RFC 2136 exchanges of ServiceDomains, by result: created, repaired, deleted, conflict (foreign records left alone), raced (the name changed meanwhile), failed.",
 }, []string{"result"})
 
+// withdrawals counts ServiceDomains unregistered because their zone stopped allowing
+// their namespace.
+var withdrawals = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "orderly_servicedomain_withdrawals_total",
+	Help: "ServiceDomains whose record, route and certificate were removed because their DomainZone no longer allows their namespace.",
+})
+
 func init() {
-	metrics.Registry.MustRegister(dnsUpdates)
+	metrics.Registry.MustRegister(dnsUpdates, withdrawals)
 }
 
 // recordMetrics sets sd's series from its status.

@@ -31,6 +31,9 @@ type observation struct {
 	// blocked, when set, is why nothing was done at all (no zone, not allowed, a
 	// hostname held by another ServiceDomain).
 	blockedReason, blockedMessage string
+	// withdrawn: what the ServiceDomain had registered was removed (its zone no
+	// longer allows its namespace); status no longer names any of it.
+	withdrawn bool
 
 	zone           *networkv1alpha1.DomainZone
 	serviceMissing bool
@@ -76,6 +79,11 @@ func computeStatus(sd *networkv1alpha1.ServiceDomain, obs *observation, now time
 		}
 		if obs.blockedReason != "Conflict" && obs.zone == nil {
 			st.DNS.Zone = ""
+		}
+		if obs.withdrawn {
+			st.DNS = networkv1alpha1.DNSStatus{}
+			st.Route = networkv1alpha1.RouteStatus{}
+			st.Certificate = networkv1alpha1.CertificateStatus{}
 		}
 		return
 	}

@@ -16,6 +16,9 @@ func inZone(host, zone string) bool {
 }
 
 // zoneChoice is the zone a hostname falls in, or why there is none.
+// reasonHostnameNotAllowed: the hostname's zone does not allow the namespace.
+const reasonHostnameNotAllowed = "HostnameNotAllowed"
+
 type zoneChoice struct {
 	zone    *networkv1alpha1.DomainZone
 	reason  string
@@ -54,7 +57,7 @@ func pickZone(zones []networkv1alpha1.DomainZone, host, namespace string, nsLabe
 	case len(best) > 1:
 		return zoneChoice{reason: "AmbiguousZone", message: fmt.Sprintf("DomainZones %s and %s both serve zone %s for namespace %s; a platform admin must narrow one's allowedNamespaces", best[0].Name, best[1].Name, best[0].Spec.Zone, namespace)}
 	case len(denied) > 0:
-		return zoneChoice{reason: "HostnameNotAllowed", message: fmt.Sprintf("%s falls in DomainZone %s, whose allowedNamespaces does not select namespace %s; ask a platform admin, or use a hostname in a zone open to this namespace", host, strings.Join(denied, ", "), namespace)}
+		return zoneChoice{reason: reasonHostnameNotAllowed, message: fmt.Sprintf("%s falls in DomainZone %s, whose allowedNamespaces does not select namespace %s; ask a platform admin, or use a hostname in a zone open to this namespace", host, strings.Join(denied, ", "), namespace)}
 	default:
 		return zoneChoice{reason: "NoZone", message: fmt.Sprintf("%s falls in no DomainZone; use a hostname that ends in one of the zones (kubectl get domainzones)", host)}
 	}
