@@ -181,23 +181,18 @@ func (r *Reconciler) deleteControlled(ctx context.Context, t *tenancyv1alpha1.Te
 }
 
 // reconcileSelfService puts in place (or, when spec.selfService is not set, removes)
-// the admission objects and the owners' ClusterRole of self-service, and finds the
-// tenant's self-service namespaces, which its owners may delete.
+// the admission objects of self-service, keeps the owners' ClusterRole (with
+// self-service's rules only when it is enabled), and finds the tenant's self-service
+// namespaces, which its owners may delete.
 func (r *Reconciler) reconcileSelfService(ctx context.Context, t *tenancyv1alpha1.Tenant) selfServiceOutcome {
 	out := selfServiceOutcome{enabled: t.Spec.SelfService != nil}
 	if !out.enabled {
-		for _, o := range []struct {
-			obj  client.Object
-			name string
-		}{
-			{&admissionv1.ValidatingAdmissionPolicyBinding{}, selfServiceBindingName(t)},
-			{&rbacv1.ClusterRoleBinding{}, ownerRoleName(t)},
-			{&rbacv1.ClusterRole{}, ownerRoleName(t)},
-		} {
-			if err := r.deleteControlled(ctx, t, o.obj, o.name); err != nil {
-				out.reason, out.message, out.err = ReasonSelfServiceFailed, err.Error(), err
-				return out
-			}
+		err := r.deleteControlled(ctx, t, &admissionv1.ValidatingAdmissionPolicyBinding{}, selfServiceBindingName(t))
+		if err == nil {
+			err = r.reconcileOwnerRole(ctx, t, false, nil)
+		}
+		if err != nil {
+			out.reason, out.message, out.err = ReasonSelfServiceFailed, err.Error(), err
 		}
 		return out
 	}
@@ -239,19 +234,29 @@ func (r *Reconciler) reconcileSelfService(ctx context.Context, t *tenancyv1alpha
 			out.notAdmitted = append(out.notAdmitted, ns.Name)
 		}
 	}
-	if _, err := r.ensureCluster(ctx, t, ownerRole(t, names), &rbacv1.ClusterRole{}); err != nil {
-		return fail(err)
-	}
-	if len(t.Spec.Owners) == 0 {
-		if err := r.deleteControlled(ctx, t, &rbacv1.ClusterRoleBinding{}, ownerRoleName(t)); err != nil {
-			return fail(err)
-		}
-		return out
-	}
-	if _, err := r.ensureCluster(ctx, t, ownerRoleBinding(t), &rbacv1.ClusterRoleBinding{}); err != nil {
+	if err := r.reconcileOwnerRole(ctx, t, true, names); err != nil {
 		return fail(err)
 	}
 	return out
+}
+
+// reconcileOwnerRole keeps the owners' ClusterRole and, while the Tenant has owners,
+// its binding to them. A Tenant without owners and without self-service has neither.
+func (r *Reconciler) reconcileOwnerRole(ctx context.Context, t *tenancyv1alpha1.Tenant, selfService bool, names []string) error {
+	if !selfService && len(t.Spec.Owners) == 0 {
+		if err := r.deleteControlled(ctx, t, &rbacv1.ClusterRoleBinding{}, ownerRoleName(t)); err != nil {
+			return err
+		}
+		return r.deleteControlled(ctx, t, &rbacv1.ClusterRole{}, ownerRoleName(t))
+	}
+	if _, err := r.ensureCluster(ctx, t, ownerRole(t, selfService, names), &rbacv1.ClusterRole{}); err != nil {
+		return err
+	}
+	if len(t.Spec.Owners) == 0 {
+		return r.deleteControlled(ctx, t, &rbacv1.ClusterRoleBinding{}, ownerRoleName(t))
+	}
+	_, err := r.ensureCluster(ctx, t, ownerRoleBinding(t), &rbacv1.ClusterRoleBinding{})
+	return err
 }
 
 func asNotOurs(err error, target *errNotOurs) bool { return errors.As(err, target) }

@@ -219,12 +219,18 @@ func TestTenantSelfServiceAdoptsOnlyWhatThePolicyAdmitted(t *testing.T) {
 		g.Expect(got.Status.SelfServiceNamespaces).To(BeZero())
 		err := k.Get(ctx, client.ObjectKey{Name: "orderly-tenant-self-service-victor"}, &admissionv1.ValidatingAdmissionPolicyBinding{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "binding: %v", err)
-		err = k.Get(ctx, client.ObjectKey{Name: "orderly-tenant:victor"}, &rbacv1.ClusterRole{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "role: %v", err)
+		// The owners keep reading their Tenant, and nothing more.
+		var role rbacv1.ClusterRole
+		g.Expect(k.Get(ctx, client.ObjectKey{Name: "orderly-tenant:victor"}, &role)).To(Succeed())
+		g.Expect(role.Rules).To(ConsistOf(rbacv1.PolicyRule{APIGroups: []string{tenancyv1alpha1.GroupVersion.Group}, Resources: []string{"tenants"},
+			Verbs: []string{"get"}, ResourceNames: []string{"victor"}}))
 		ns := getNS(g, "victor-new")
 		g.Expect(ns.DeletionTimestamp).To(BeNil(), "a self-service namespace is never deleted by Orderly")
 		g.Expect(ns.Annotations).NotTo(HaveKey(tenancyv1alpha1.OwnerUIDAnnotation))
 	}, timeout, poll).Should(Succeed())
+	g.Expect(vera.Get(ctx, client.ObjectKey{Name: "victor"}, &tenancyv1alpha1.Tenant{})).To(Succeed())
+	g.Expect(apierrors.IsForbidden(vera.Get(ctx, client.ObjectKey{Name: "sierra"}, &tenancyv1alpha1.Tenant{}))).To(BeTrue(), "another Tenant")
+	g.Expect(apierrors.IsForbidden(vera.Create(ctx, labelledNS("victor-later", "victor"), client.DryRunAll))).To(BeTrue(), "a namespace without self-service")
 }
 
 // The self-service objects are restored when deleted behind Orderly's back; an object

@@ -221,12 +221,18 @@ func guardBinding() *admissionv1.ValidatingAdmissionPolicyBinding {
 	}
 }
 
-// ownerRole is the ClusterRole of Tenant t's owners for self-service: create
-// namespaces (what they create is judged by the admission policies above), the marker
-// and the self-service verb those policies check, get on their own Tenant, and delete
-// on the self-service namespaces they have (selfService, sorted). Nothing lets them
-// list or read other namespaces, or other Tenants.
-func ownerRole(t *tenancyv1alpha1.Tenant, selfService []string) *rbacv1.ClusterRole {
+// ownerRole is the ClusterRole of Tenant t's owners: get on their own Tenant (its
+// status lists their namespaces and quota usage), and, with self-service enabled,
+// create namespaces (what they create is judged by the admission policies above),
+// the marker and the self-service verb those policies check, and delete on the
+// self-service namespaces they have (selfService, sorted). Nothing lets them list or
+// read other namespaces, or other Tenants.
+func ownerRole(t *tenancyv1alpha1.Tenant, enabled bool, selfService []string) *rbacv1.ClusterRole {
+	if !enabled {
+		return &rbacv1.ClusterRole{ObjectMeta: tenantMeta(t, ownerRoleName(t)), Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{tenancyGroup}, Resources: []string{"tenants"}, Verbs: []string{"get"}, ResourceNames: []string{t.Name}},
+		}}
+	}
 	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"create"}},
 		{APIGroups: []string{tenancyGroup}, Resources: []string{tenancyv1alpha1.SelfServiceMarkerResource}, Verbs: []string{"create"}},

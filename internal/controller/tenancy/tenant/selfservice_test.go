@@ -19,14 +19,16 @@ func TestOwnerRoleGrantsNothingMore(t *testing.T) {
 	tn := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "payments"}}
 	for _, tc := range []struct {
 		name        string
+		disabled    bool
 		selfService []string
 		wantRules   int
 	}{
+		{name: "without self-service: get on the Tenant only", disabled: true, wantRules: 1},
 		{name: "no namespaces yet", wantRules: 3},
 		{name: "two namespaces", selfService: []string{"payments-a", "payments-b"}, wantRules: 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			role := ownerRole(tn, tc.selfService)
+			role := ownerRole(tn, !tc.disabled, tc.selfService)
 			if role.Name != "orderly-tenant:payments" {
 				t.Errorf("name %q", role.Name)
 			}
