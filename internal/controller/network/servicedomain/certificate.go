@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 )
@@ -33,31 +31,12 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, sd *networkv1alph
 		}
 		return nil
 	}
-	version, err := r.kinds.Version(certificateKind)
-	if err != nil {
-		obs.cert.fail("DiscoveryFailed", err.Error())
+	gvk, existing, ok, err := r.ownChild(ctx, sd, certificateKind, &obs.cert, "CertManagerMissing",
+		"cert-manager is not installed (no cert-manager.io/v1 Certificate kind); install cert-manager and this ServiceDomain goes on by itself")
+	if !ok {
 		return err
-	}
-	if version == "" {
-		obs.cert.fail("CertManagerMissing", "cert-manager is not installed (no cert-manager.io/v1 Certificate kind); install cert-manager and this ServiceDomain goes on by itself")
-		return nil
 	}
 	obs.certName, obs.certSecret = sd.Name, secretName(sd)
-	gvk := certificateKind.WithVersion(version)
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(gvk)
-	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: sd.Namespace, Name: sd.Name}, existing)
-	switch {
-	case apierrors.IsNotFound(err):
-		existing = nil
-	case err != nil:
-		r.kinds.Forget(certificateKind)
-		obs.cert.fail("CertificateReadFailed", err.Error())
-		return err
-	case !ownedBy(existing, sd):
-		obs.cert.fail("Conflict", fmt.Sprintf("Certificate %s exists in namespace %s and is not this ServiceDomain's; Orderly does not take it over: rename or delete it", sd.Name, sd.Namespace))
-		return nil
-	}
 	issuer := zone.Spec.Certificates.IssuerRef
 	kind := issuer.Kind
 	if kind == "" {

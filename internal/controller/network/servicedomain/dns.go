@@ -136,29 +136,10 @@ func (r *Reconciler) reconcileRFC2136(ctx context.Context, sd *networkv1alpha1.S
 
 // reconcileEndpoint writes sd's DNSEndpoint for external-dns.
 func (r *Reconciler) reconcileEndpoint(ctx context.Context, sd *networkv1alpha1.ServiceDomain, zone *networkv1alpha1.DomainZone, values []string, obs *observation) error {
-	version, err := r.kinds.Version(dnsEndpointKind)
-	if err != nil {
-		obs.dns.fail("DiscoveryFailed", err.Error())
+	gvk, existing, ok, err := r.ownChild(ctx, sd, dnsEndpointKind, &obs.dns, "ExternalDNSMissing",
+		"external-dns's DNSEndpoint CRD (externaldns.k8s.io/v1alpha1) is not installed; install external-dns with its CRD source and this ServiceDomain goes on by itself")
+	if !ok {
 		return err
-	}
-	if version == "" {
-		obs.dns.fail("ExternalDNSMissing", "external-dns's DNSEndpoint CRD (externaldns.k8s.io/v1alpha1) is not installed; install external-dns with its CRD source and this ServiceDomain goes on by itself")
-		return nil
-	}
-	gvk := dnsEndpointKind.WithVersion(version)
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(gvk)
-	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: sd.Namespace, Name: sd.Name}, existing)
-	switch {
-	case apierrors.IsNotFound(err):
-		existing = nil
-	case err != nil:
-		r.kinds.Forget(dnsEndpointKind)
-		obs.dns.fail("EndpointReadFailed", err.Error())
-		return err
-	case !ownedBy(existing, sd):
-		obs.dns.fail("Conflict", fmt.Sprintf("DNSEndpoint %s exists in namespace %s and is not this ServiceDomain's; Orderly does not take it over: rename or delete it", sd.Name, sd.Namespace))
-		return nil
 	}
 	ttl := int64(300)
 	if e := zone.Spec.DNS.ExternalDNS; e != nil && e.TTL > 0 {

@@ -1,6 +1,16 @@
 package servicedomain
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
+)
 
 // The kinds Orderly writes that are not part of Kubernetes. Whether their CRDs are
 // installed is asked of the API server at run time (kit.KindDetector), so that a
@@ -19,4 +29,39 @@ var wantedVersions = map[schema.GroupKind][]string{
 	gatewayKind:     {"v1", "v1beta1"},
 	certificateKind: {"v1"},
 	dnsEndpointKind: {"v1alpha1"},
+}
+
+// ownChild finds what stands at sd's name in sd's namespace for kind gk, which may
+// not be installed: the served version, and the object there (nil when there is
+// none). ok is false when the part cannot go on, with the part told why: the kind is
+// not served (missingReason, missingMessage), the read failed (err is returned, to
+// retry), or an object that is not sd's holds the name (Orderly never takes it over).
+func (r *Reconciler) ownChild(ctx context.Context, sd *networkv1alpha1.ServiceDomain, gk schema.GroupKind, p *part,
+	missingReason, missingMessage string) (gvk schema.GroupVersionKind, existing *unstructured.Unstructured, ok bool, err error) {
+	version, err := r.kinds.Version(gk)
+	if err != nil {
+		p.fail("DiscoveryFailed", err.Error())
+		return gvk, nil, false, err
+	}
+	if version == "" {
+		p.fail(missingReason, missingMessage)
+		return gvk, nil, false, nil
+	}
+	gvk = gk.WithVersion(version)
+	existing = &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(gvk)
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: sd.Namespace, Name: sd.Name}, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		return gvk, nil, true, nil
+	case err != nil:
+		// Perhaps the CRD went away: ask again next time.
+		r.kinds.Forget(gk)
+		p.fail(gk.Kind+"ReadFailed", err.Error())
+		return gvk, nil, false, err
+	case !ownedBy(existing, sd):
+		p.fail("Conflict", fmt.Sprintf("%s %s exists in namespace %s and is not this ServiceDomain's; Orderly does not take it over: rename or delete it", gk.Kind, sd.Name, sd.Namespace))
+		return gvk, nil, false, nil
+	}
+	return gvk, existing, true, nil
 }

@@ -57,28 +57,10 @@ func (r *Reconciler) reconcileHTTPRoute(ctx context.Context, sd *networkv1alpha1
 		obs.route.fail("ZoneHasNoGateway", fmt.Sprintf("DomainZone %s names no gateway; use route: Ingress (it has ingress class %q) or ask a platform admin to add a gateway", zone.Name, zone.Spec.Route.IngressClassName))
 		return nil
 	}
-	version, err := r.kinds.Version(httpRouteKind)
-	if err != nil {
-		obs.route.fail("DiscoveryFailed", err.Error())
+	gvk, existing, ok, err := r.ownChild(ctx, sd, httpRouteKind, &obs.route, "GatewayAPIMissing",
+		"the Gateway API CRDs (gateway.networking.k8s.io HTTPRoute) are not installed; install them (standard channel) and this ServiceDomain goes on by itself")
+	if !ok {
 		return err
-	}
-	if version == "" {
-		obs.route.fail("GatewayAPIMissing", "the Gateway API CRDs (gateway.networking.k8s.io HTTPRoute) are not installed; install them (standard channel) and this ServiceDomain goes on by itself")
-		return nil
-	}
-	gvk := httpRouteKind.WithVersion(version)
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(gvk)
-	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: sd.Namespace, Name: sd.Name}, existing)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		r.kinds.Forget(httpRouteKind)
-		obs.route.fail("RouteReadFailed", err.Error())
-		return err
-	case !ownedBy(existing, sd):
-		obs.route.fail("Conflict", fmt.Sprintf("HTTPRoute %s exists in namespace %s and is not this ServiceDomain's; Orderly does not take it over: rename or delete it", sd.Name, sd.Namespace))
-		return nil
 	}
 	parent := map[string]any{"group": gatewayKind.Group, "kind": "Gateway", "name": gw.Name, "namespace": gw.Namespace}
 	if gw.SectionName != "" {
