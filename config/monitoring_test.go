@@ -207,6 +207,18 @@ var alertCases = []alertCase{
 			summary: "Tenant payments: Orderly keeps restoring objects someone else keeps changing."}}},
 	{alert: "OrderlyTenantDriftFight", at: "35m",
 		series: map[string]string{`orderly_tenant_drift_repairs_total{job="orderly", tenant="payments", kind="RoleBinding"}`: "0+1x40"}},
+	{alert: "OrderlyTenantTotalQuotaFull", at: "40m",
+		series: map[string]string{
+			`orderly_tenant_total_quota_hard{job="orderly", tenant="payments", resource="pods"}`: "20x50",
+			`orderly_tenant_total_quota_used{job="orderly", tenant="payments", resource="pods"}`: "20x50",
+		},
+		fire: []firing{{labels: map[string]string{"tenant": "payments", "resource": "pods"},
+			summary: "Tenant payments uses 100% of its total pods."}}},
+	{alert: "OrderlyTenantTotalQuotaFull", at: "40m",
+		series: map[string]string{
+			`orderly_tenant_total_quota_hard{job="orderly", tenant="payments", resource="pods"}`: "20x50",
+			`orderly_tenant_total_quota_used{job="orderly", tenant="payments", resource="pods"}`: "15x50",
+		}},
 }
 
 // TestAlertRules checks the rules with promtool and runs a unit case per alert that

@@ -29,6 +29,14 @@ var (
 		Name: "orderly_tenant_self_service_namespaces",
 		Help: "Number of namespaces a Tenant's owners created through spec.selfService.",
 	})
+	totalQuotaHard = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_tenant_total_quota_hard",
+		Help: "A Tenant's spec.totalQuota limit, by resource (cores for cpu, bytes for memory and storage, a count for the others).",
+	}, "resource")
+	totalQuotaUsed = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_tenant_total_quota_used",
+		Help: "What a Tenant's namespaces use together of each spec.totalQuota resource, as their ResourceQuotas report it.",
+	}, "resource")
 	driftRepairs = series.Counter(prometheus.CounterOpts{
 		Name: "orderly_tenant_drift_repairs_total",
 		Help: "Objects Orderly restored after they were changed or deleted behind its back.",
@@ -41,4 +49,16 @@ func recordMetrics(t *tenancyv1alpha1.Tenant, refused int) {
 	namespacesReady.WithLabelValues(series.Values(key)...).Set(float64(t.Status.ReadyNamespaces))
 	namespacesDeclared.WithLabelValues(series.Values(key)...).Set(float64(t.Status.NamespaceCount))
 	selfServiceNamespaces.WithLabelValues(series.Values(key)...).Set(float64(t.Status.SelfServiceNamespaces))
+	// A resource dropped from totalQuota takes its series with it.
+	for _, g := range []*prometheus.GaugeVec{totalQuotaHard, totalQuotaUsed} {
+		g.DeletePartialMatch(prometheus.Labels{"tenant": t.Name})
+	}
+	if tq := t.Status.TotalQuota; tq != nil {
+		for name, q := range tq.Hard {
+			totalQuotaHard.WithLabelValues(series.Values(key, string(name))...).Set(q.AsApproximateFloat64())
+		}
+		for name, q := range tq.Used {
+			totalQuotaUsed.WithLabelValues(series.Values(key, string(name))...).Set(q.AsApproximateFloat64())
+		}
+	}
 }

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -190,6 +193,8 @@ func TestTenantTotalQuotaMovesHeadroomAsUsageChanges(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(ReasonTotalQuotaReached))
 		g.Expect(c.Message).To(ContainSubstring("pods 4/4"))
+		g.Expect(testutil.ToFloat64(totalQuotaUsed.WithLabelValues("tq", "pods"))).To(Equal(4.0))
+		g.Expect(testutil.ToFloat64(totalQuotaHard.WithLabelValues("tq", "pods"))).To(Equal(4.0))
 		g.Expect(got.Status.Namespaces).To(HaveLen(2))
 		want := map[string]int64{"tq-a": ua, "tq-b": ub}
 		for _, ns := range got.Status.Namespaces {
@@ -265,6 +270,8 @@ func TestTenantTotalQuotaCombinesWithQuota(t *testing.T) {
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 		g.Expect(got.Status.TotalQuota).To(BeNil())
 		g.Expect(condition(got, tenancyv1alpha1.ConditionTotalQuotaAvailable)).To(BeNil())
+		// The total's series go with it.
+		g.Expect(tenantSeries(totalQuotaHard, "tqc")).To(BeZero())
 	}, timeout, poll).Should(Succeed())
 }
 
@@ -286,4 +293,23 @@ func TestTenantTotalQuotaValidation(t *testing.T) {
 	t.Cleanup(func() {
 		_ = k.Delete(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "tq-valid"}})
 	})
+}
+
+// tenantSeries counts the series of vec labelled with tenant.
+func tenantSeries(vec prometheus.Collector, tenant string) int {
+	ch := make(chan prometheus.Metric, 64)
+	go func() { vec.Collect(ch); close(ch) }()
+	n := 0
+	for m := range ch {
+		var d dto.Metric
+		if m.Write(&d) != nil {
+			continue
+		}
+		for _, l := range d.GetLabel() {
+			if l.GetName() == "tenant" && l.GetValue() == tenant {
+				n++
+			}
+		}
+	}
+	return n
 }
