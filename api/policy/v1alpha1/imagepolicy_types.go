@@ -101,10 +101,18 @@ type UnscannedPolicy struct {
 }
 
 // RequireDigest makes images name a digest (image@sha256:...) instead of a tag.
+// +kubebuilder:validation:XValidation:rule="!has(self.rewrite) || !self.rewrite || (has(self.enabled) && self.enabled)",message="requireDigest.rewrite needs requireDigest.enabled"
 type RequireDigest struct {
 	// enabled refuses images given by tag only.
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
+	// rewrite, with enabled, has Orderly's mutating webhook pin a tag to the digest
+	// the scanner last resolved it to (repo:tag becomes repo:tag@sha256:...) before
+	// the check; a tag never resolved yet is left alone, refused, and queued for
+	// resolving, so that a retry is pinned. Needs the manager's ImagePolicy webhook
+	// (--imagepolicy-webhook); without it only enabled is enforced.
+	// +optional
+	Rewrite bool `json:"rewrite,omitempty"`
 }
 
 // ImagePolicySpec is what the images of matched workloads must satisfy.

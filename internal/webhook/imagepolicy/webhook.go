@@ -71,13 +71,16 @@ type compiledAt struct {
 
 type policyNameKey struct{}
 
-// Register serves the webhook of every ImagePolicy on mgr's webhook server.
+// Register serves the webhooks of every ImagePolicy on mgr's webhook server: the
+// validating one, and the mutating one of requireDigest.rewrite.
 func Register(ctx context.Context, mgr ctrl.Manager, namespace string) error {
 	if err := imagescan.EnsureTagIndex(ctx, mgr); err != nil {
 		return err
 	}
 	h := &Handler{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: namespace}
 	mgr.GetWebhookServer().Register(controller.WebhookPathPrefix, h.Webhook())
+	pin := &Pinner{Reader: mgr.GetClient(), Namespace: namespace, Queue: h.queue}
+	mgr.GetWebhookServer().Register(controller.MutatePathPrefix, pin.Webhook())
 	return nil
 }
 

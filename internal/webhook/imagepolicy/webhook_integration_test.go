@@ -112,9 +112,10 @@ func pod(ns, name string, images ...string) *corev1.Pod {
 	return p
 }
 
-// writeScan writes the ImageScan of repository@digest as the scanner does, with tag
+// writeScan writes the ImageScan of repo@digest as the scanner does, with tag
 // pointing at it and the findings.
-func writeScan(t *testing.T, repository, digest, tag string, findings ...policyv1alpha1.ImageFinding) {
+func writeScan(t *testing.T, digest, tag string, findings ...policyv1alpha1.ImageFinding) {
+	repository := repo
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -170,8 +171,8 @@ func TestScanDecisions(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	createNS(t, "scan-decisions")
-	writeScan(t, repo, digestOf(1), "vuln", policyv1alpha1.ImageFinding{ID: "CVE-2024-1111", Package: "openssl", Installed: "3.0.1", Fixed: "3.0.2", Severity: policyv1alpha1.SeverityCritical})
-	writeScan(t, repo, digestOf(2), "clean")
+	writeScan(t, digestOf(1), "vuln", policyv1alpha1.ImageFinding{ID: "CVE-2024-1111", Package: "openssl", Installed: "3.0.1", Fixed: "3.0.2", Severity: policyv1alpha1.SeverityCritical})
+	writeScan(t, digestOf(2), "clean")
 	p := newPolicy("scan-decisions", func(s *policyv1alpha1.ImagePolicySpec) { s.MaxSeverity = policyv1alpha1.MaxSeverityHigh })
 	g.Expect(k.Create(ctx, p)).To(Succeed())
 	t.Cleanup(func() { _ = k.Delete(context.Background(), p) })
@@ -234,12 +235,70 @@ func TestScanDecisions(t *testing.T) {
 	}, timeout, poll).Should(Succeed())
 }
 
+// TestRequireDigestRewritePinsTags: with rewrite, a tag the scanner resolved is
+// pinned to its digest at admission (a Pod, a Deployment's template); a tag never
+// resolved is left as written and refused by requireDigest.
+func TestRequireDigestRewritePinsTags(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "pinning"
+	createNS(t, ns)
+	writeScan(t, digestOf(9), "pinned")
+	// Unscanned images allowed: only requireDigest decides, and the only webhook is
+	// the mutating one.
+	p := newPolicy(ns, func(s *policyv1alpha1.ImagePolicySpec) {
+		s.RequireDigest = &policyv1alpha1.RequireDigest{Enabled: true, Rewrite: true}
+		s.Unscanned = &policyv1alpha1.UnscannedPolicy{Action: policyv1alpha1.UnscannedAllow}
+	})
+	g.Expect(k.Create(ctx, p)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), p) })
+	g.Eventually(func(g Gomega) { ready(g, p.Name) }, timeout, poll).Should(Succeed())
+
+	// Until the API server has both configurations a Pod may get in unpinned or be
+	// refused: each attempt gets a name of its own.
+	attempt := 0
+	g.Eventually(func(g Gomega) {
+		attempt++
+		po := pod(ns, fmt.Sprintf("web-%d", attempt), repo+":pinned")
+		g.Expect(k.Create(ctx, po)).To(Succeed())
+		g.Expect(po.Spec.Containers[0].Image).To(Equal(repo + ":pinned@" + digestOf(9)))
+	}, timeout, poll).Should(Succeed())
+
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+			Spec: pod("", "", repo+"@"+digestOf(9), repo+":pinned").Spec},
+	}}
+	g.Expect(k.Create(ctx, d)).To(Succeed())
+	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(repo+"@"+digestOf(9)), "a digest is left as it is")
+	g.Expect(d.Spec.Template.Spec.Containers[1].Image).To(Equal(repo + ":pinned@" + digestOf(9)))
+
+	err := k.Create(ctx, pod(ns, "unknown", repo+":never-resolved"))
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("requireDigest"))
+	// ... and queued for the scanner, so that a retry once it is resolved is pinned.
+	pending := &policyv1alpha1.ImageScan{}
+	g.Eventually(func() error {
+		return k.Get(ctx, client.ObjectKey{Name: imagescan.PendingName(repo, "never-resolved")}, pending)
+	}, timeout, poll).Should(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), pending) })
+
+	// rewrite without enabled is refused.
+	bad := newPolicy("pinning-bad", func(s *policyv1alpha1.ImagePolicySpec) {
+		s.MaxSeverity = policyv1alpha1.MaxSeverityHigh
+		s.RequireDigest = &policyv1alpha1.RequireDigest{Rewrite: true}
+	})
+	err = k.Create(ctx, bad)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "err = %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("requireDigest.rewrite needs requireDigest.enabled"))
+}
+
 // TestWarnAdmitsWithAWarning: action Warn admits and tells the client why.
 func TestWarnAdmitsWithAWarning(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	createNS(t, "scan-warn")
-	writeScan(t, repo, digestOf(3), "warn", policyv1alpha1.ImageFinding{ID: "CVE-2024-3333", Package: "zlib", Installed: "1.2", Severity: policyv1alpha1.SeverityCritical})
+	writeScan(t, digestOf(3), "warn", policyv1alpha1.ImageFinding{ID: "CVE-2024-3333", Package: "zlib", Installed: "1.2", Severity: policyv1alpha1.SeverityCritical})
 	p := newPolicy("scan-warn", func(s *policyv1alpha1.ImagePolicySpec) {
 		s.MaxSeverity = policyv1alpha1.MaxSeverityHigh
 		s.Action = policyv1alpha1.ImageActionWarn

@@ -19,6 +19,10 @@ import (
 // policy P is WebhookPathPrefix + P.
 const WebhookPathPrefix = "/imagepolicy/"
 
+// MutatePathPrefix is where the webhook server pins tags to digests for ImagePolicies
+// with requireDigest.rewrite: the path of policy P is MutatePathPrefix + P.
+const MutatePathPrefix = "/imagepolicy-mutate/"
+
 // Protected says whether namespace ns is out of every ImagePolicy's reach
 // (imagescan.Protected).
 func Protected(ns, managerNS string) bool { return imagescan.Protected(ns, managerNS) }
@@ -61,6 +65,8 @@ type Admission struct {
 	VAP        *admissionv1.ValidatingAdmissionPolicy
 	VAPBinding *admissionv1.ValidatingAdmissionPolicyBinding
 	Webhook    *admissionv1.ValidatingWebhookConfiguration
+	// Mutating pins tags to digests (requireDigest.rewrite).
+	Mutating *admissionv1.MutatingWebhookConfiguration
 }
 
 // CompileAdmission turns p into admission objects: a ValidatingAdmissionPolicy for
@@ -75,6 +81,9 @@ func CompileAdmission(p *policyv1alpha1.ImagePolicy, endpoint *admission.Endpoin
 	}
 	if NeedsScans(p) && endpoint != nil {
 		out.Webhook = compileWebhook(p, endpoint, managerNS)
+	}
+	if NeedsRewrite(p) && endpoint != nil {
+		out.Mutating = compileMutating(p, endpoint, managerNS)
 	}
 	return out
 }
@@ -185,8 +194,8 @@ func WebhookFailurePolicy(p *policyv1alpha1.ImagePolicy) admissionv1.FailurePoli
 	return admissionv1.Ignore
 }
 
-func compileWebhook(p *policyv1alpha1.ImagePolicy, e *admission.Endpoint, managerNS string) *admissionv1.ValidatingWebhookConfiguration {
-	path := WebhookPathPrefix + p.Name
+// clientConfig points at path on the manager's webhook server.
+func clientConfig(e *admission.Endpoint, path string) (admissionv1.WebhookClientConfig, int32) {
 	cc := admissionv1.WebhookClientConfig{CABundle: e.CABundle}
 	if e.URL != "" {
 		cc.URL = ptr.To(strings.TrimSuffix(e.URL, "/") + path)
@@ -199,6 +208,37 @@ func compileWebhook(p *policyv1alpha1.ImagePolicy, e *admission.Endpoint, manage
 	if timeout <= 0 {
 		timeout = 5
 	}
+	return cc, timeout
+}
+
+// compileMutating pins tags to digests. It fails open (Ignore): a tag it could not
+// pin is still refused by requireDigest's native check, so nothing unpinned gets in.
+// It is called again when another webhook changed the object (a sidecar injector
+// adding a container). Its one side effect, queueing an unknown tag for resolving
+// (a pending ImageScan), is skipped on dry runs.
+func compileMutating(p *policyv1alpha1.ImagePolicy, e *admission.Endpoint, managerNS string) *admissionv1.MutatingWebhookConfiguration {
+	cc, timeout := clientConfig(e, MutatePathPrefix+p.Name)
+	return &admissionv1.MutatingWebhookConfiguration{
+		ObjectMeta: objectMeta(p),
+		Webhooks: []admissionv1.MutatingWebhook{{
+			Name:                    p.Name + ".imagepolicy-pin.orderly.dev",
+			ClientConfig:            cc,
+			Rules:                   resourceRules,
+			FailurePolicy:           ptr.To(admissionv1.Ignore),
+			MatchPolicy:             ptr.To(admissionv1.Equivalent),
+			NamespaceSelector:       namespaceSelector(p, managerNS),
+			ObjectSelector:          &metav1.LabelSelector{},
+			SideEffects:             ptr.To(admissionv1.SideEffectClassNoneOnDryRun),
+			TimeoutSeconds:          &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+			MatchConditions:         []admissionv1.MatchCondition{protectedCondition(managerNS)},
+			ReinvocationPolicy:      ptr.To(admissionv1.IfNeededReinvocationPolicy),
+		}},
+	}
+}
+
+func compileWebhook(p *policyv1alpha1.ImagePolicy, e *admission.Endpoint, managerNS string) *admissionv1.ValidatingWebhookConfiguration {
+	cc, timeout := clientConfig(e, WebhookPathPrefix+p.Name)
 	return &admissionv1.ValidatingWebhookConfiguration{
 		ObjectMeta: objectMeta(p),
 		Webhooks: []admissionv1.ValidatingWebhook{{

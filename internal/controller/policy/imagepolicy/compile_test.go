@@ -58,3 +58,30 @@ func TestCompileAdmission(t *testing.T) {
 		})
 	}
 }
+
+// requireDigest.rewrite adds a mutating webhook that fails open (the native check
+// still refuses tags); without a served webhook, or without rewrite, there is none.
+func TestCompileRewrite(t *testing.T) {
+	endpoint := &admission.Endpoint{URL: "https://127.0.0.1:9443", CABundle: []byte("ca")}
+	rewrite := policy(func(s *policyv1alpha1.ImagePolicySpec) {
+		s.RequireDigest = &policyv1alpha1.RequireDigest{Enabled: true, Rewrite: true}
+	})
+	a := CompileAdmission(rewrite, endpoint, "orderly-system")
+	if a.Mutating == nil || a.VAP == nil {
+		t.Fatalf("mutating %v, VAP %v: want both", a.Mutating != nil, a.VAP != nil)
+	}
+	w := a.Mutating.Webhooks[0]
+	if *w.FailurePolicy != admissionv1.Ignore || *w.ClientConfig.URL != "https://127.0.0.1:9443/imagepolicy-mutate/prod" ||
+		*w.ReinvocationPolicy != admissionv1.IfNeededReinvocationPolicy || *w.SideEffects != admissionv1.SideEffectClassNoneOnDryRun {
+		t.Errorf("mutating webhook %+v", w)
+	}
+	if CompileAdmission(rewrite, nil, "orderly-system").Mutating != nil {
+		t.Error("a mutating webhook without a webhook served")
+	}
+	enabledOnly := policy(func(s *policyv1alpha1.ImagePolicySpec) {
+		s.RequireDigest = &policyv1alpha1.RequireDigest{Enabled: true}
+	})
+	if CompileAdmission(enabledOnly, endpoint, "orderly-system").Mutating != nil {
+		t.Error("a mutating webhook without rewrite")
+	}
+}

@@ -45,7 +45,7 @@ const DefaultEvaluateInterval = 30 * time.Second
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=imagepolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=imagepolicies/finalizers,verbs=update
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=imagescans,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;validatingwebhookconfigurations,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -62,6 +62,7 @@ func Cache() kit.CacheRules {
 		&admissionv1.ValidatingAdmissionPolicy{}:        managed,
 		&admissionv1.ValidatingAdmissionPolicyBinding{}: managed,
 		&admissionv1.ValidatingWebhookConfiguration{}:   managed,
+		&admissionv1.MutatingWebhookConfiguration{}:     managed,
 	}
 }
 
@@ -104,6 +105,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&admissionv1.ValidatingAdmissionPolicy{}).
 		Owns(&admissionv1.ValidatingAdmissionPolicyBinding{}).
 		Owns(&admissionv1.ValidatingWebhookConfiguration{}).
+		Owns(&admissionv1.MutatingWebhookConfiguration{}).
 		// A scan's result changes what runs in violation: evaluate again.
 		Watches(&policyv1alpha1.ImageScan{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies)).
 		Complete(r)
@@ -172,7 +174,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // it no longer needs (only when controlled by it).
 func (r *Reconciler) applyAdmission(ctx context.Context, p *policyv1alpha1.ImagePolicy) error {
 	var endpoint *admission.Endpoint
-	if r.Admission.Webhook != nil && NeedsScans(p) {
+	if r.Admission.Webhook != nil && (NeedsScans(p) || NeedsRewrite(p)) {
 		ca, err := r.Admission.CABundle()
 		if err != nil {
 			return err
@@ -190,6 +192,7 @@ func (r *Reconciler) applyAdmission(ctx context.Context, p *policyv1alpha1.Image
 		{nilIf(a.VAP == nil, client.Object(a.VAP)), &admissionv1.ValidatingAdmissionPolicy{}},
 		{nilIf(a.VAPBinding == nil, client.Object(a.VAPBinding)), &admissionv1.ValidatingAdmissionPolicyBinding{}},
 		{nilIf(a.Webhook == nil, client.Object(a.Webhook)), &admissionv1.ValidatingWebhookConfiguration{}},
+		{nilIf(a.Mutating == nil, client.Object(a.Mutating)), &admissionv1.MutatingWebhookConfiguration{}},
 	} {
 		if o.want != nil {
 			if err := controllerutil.SetControllerReference(p, o.want, r.Scheme()); err != nil {

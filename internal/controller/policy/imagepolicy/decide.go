@@ -77,6 +77,11 @@ func NeedsNative(p *policyv1alpha1.ImagePolicy) bool {
 	return len(p.Spec.AllowedRegistries) > 0 || requireDigest(p)
 }
 
+// NeedsRewrite says whether the policy pins tags to digests (requireDigest.rewrite).
+func NeedsRewrite(p *policyv1alpha1.ImagePolicy) bool {
+	return requireDigest(p) && p.Spec.RequireDigest.Rewrite
+}
+
 func requireDigest(p *policyv1alpha1.ImagePolicy) bool {
 	return p.Spec.RequireDigest != nil && p.Spec.RequireDigest.Enabled
 }
