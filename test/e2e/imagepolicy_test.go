@@ -148,4 +148,25 @@ func TestImagePolicy(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(body)).To(ContainSubstring(`orderly_imagepolicy_images{imagepolicy="e2e-shop",state="scanned"} 2`))
 	g.Expect(strings.Contains(string(body), "orderly_imagescan_scan_duration_seconds_count")).To(BeTrue())
+
+	// requireDigest with rewrite: a tag the scanner resolved is pinned to its digest in
+	// the stored Deployment; one it never saw is refused and queued.
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		p.Spec.RequireDigest = &policyv1alpha1.RequireDigest{Enabled: true, Rewrite: true}
+		return k.Update(ctx, p)
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		seq++
+		d := deployment(ns, fmt.Sprintf("pinned-%d", seq), 1)
+		d.Spec.Template.Spec.Containers[0].Image = repo + ":clean"
+		g.Expect(k.Create(ctx, d)).To(Succeed())
+		t.Cleanup(func() { _ = k.Delete(context.Background(), d) })
+		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(repo + ":clean@" + digests["clean"]))
+	}, timeout, poll).Should(Succeed())
+	err = create(repo + ":unknown")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(Or(ContainSubstring("requireDigest"), ContainSubstring("not been scanned")))
 }
