@@ -273,6 +273,13 @@ func TestRequireDigestRewritePinsTags(t *testing.T) {
 	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(repo+"@"+digestOf(9)), "a digest is left as it is")
 	g.Expect(d.Spec.Template.Spec.Containers[1].Image).To(Equal(repo + ":pinned@" + digestOf(9)))
 
+	// The native check may reach admission after the mutating webhook: dry runs
+	// until it refuses, then the real request, which the webhook queues.
+	g.Eventually(func(g Gomega) {
+		err := k.Create(ctx, pod(ns, "unknown", repo+":never-resolved"), client.DryRunAll)
+		g.Expect(err).To(HaveOccurred())
+		g.Expect(err.Error()).To(ContainSubstring("requireDigest"))
+	}, timeout, poll).Should(Succeed())
 	err := k.Create(ctx, pod(ns, "unknown", repo+":never-resolved"))
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).To(ContainSubstring("requireDigest"))
