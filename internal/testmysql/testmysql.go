@@ -243,8 +243,13 @@ func (s *Server) launch() error {
 	started := make(chan error, 1)
 	go func() {
 		// Pdeathsig fires when the thread that started the child ends, not the
-		// process: this goroutine keeps its thread until the server has exited.
+		// process: this goroutine keeps its thread until the server has exited, so
+		// no other goroutine can lock it and end it. It must give it back unlocked:
+		// a goroutine that ends holding its thread ends the thread, and with it
+		// every child any goroutine ever started from it (an e2e test's manager
+		// was SIGKILLed that way).
 		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		if err := s.cmd.Start(); err != nil {
 			started <- err
 			close(exited)

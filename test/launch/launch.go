@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -154,7 +155,26 @@ func start(ctx context.Context, o Options) (*Manager, error) {
 	// The manager must not hold what the test inherited (the heavy-run lock of
 	// `flock CMD`): it would keep the lock if it outlived the test.
 	localproc.CloseInheritedOnExec()
-	if err := cmd.Start(); err != nil {
+	exited := make(chan struct{})
+	started := make(chan error, 1)
+	var waitErr error
+	go func() {
+		// See setParentDeathSignal: this goroutine holds the thread that starts the
+		// process until the process has exited, and then gives it back.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		// The process's output goes straight to a file, so Wait returns as soon as
+		// the process exits: that is how an early exit is noticed while polling
+		// /readyz.
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	if err := <-started; err != nil {
 		_ = logs.Close()
 		return nil, fmt.Errorf("starting %s: %w", o.Bin, err)
 	}
@@ -169,10 +189,9 @@ func start(ctx context.Context, o Options) (*Manager, error) {
 		grace:      o.StopGrace,
 		exited:     make(chan struct{}),
 	}
-	// The process's output goes straight to a file, so Wait returns as soon as the
-	// process exits: that is how an early exit is noticed while polling /readyz.
 	go func() {
-		m.waitErr = cmd.Wait()
+		<-exited
+		m.waitErr = waitErr
 		close(m.exited)
 	}()
 	if err := m.waitReady(ctx, o.ReadyTimeout); err != nil {
