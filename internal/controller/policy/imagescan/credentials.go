@@ -104,9 +104,15 @@ func (s *Scanner) credentials(ctx context.Context, repository string, refs []cli
 	if s.CredentialsSecret != "" {
 		kc, err := s.secretKeychain(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.CredentialsSecret})
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", errCredentials, err)
+			// Reported only when nothing else has credentials for the registry: a
+			// broken platform Secret does not stop the pods' own from working.
+			if len(out) == 0 {
+				return nil, fmt.Errorf("%w: %w", errCredentials, err)
+			}
+			log.FromContext(ctx).Error(err, "Reading the registry credentials Secret; trying the pods' pull secrets only")
+		} else {
+			add(kc)
 		}
-		add(kc)
 	}
 	if len(out) == 0 {
 		out = append(out, authn.NewMultiKeychain())

@@ -119,8 +119,10 @@ func TestEnsureIsIdempotentAndDropRemovesEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dr.Terminated != 1 {
-		t.Errorf("Drop terminated %d sessions, want 1", dr.Terminated)
+	// At least the user's open session; on a loaded machine a session the pool
+	// replaced may still be on the server's list and be killed too (seen once: 2).
+	if dr.Terminated < 1 {
+		t.Errorf("Drop terminated %d sessions, want the user's open one", dr.Terminated)
 	}
 	if count(t, admin, qDB, db.Name) != 0 || count(t, admin, qUser, db.Role) != 0 {
 		t.Fatal("database or user left behind")
