@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -59,9 +60,12 @@ type auditResult struct {
 	driftCount int32
 	// tenantsRead is true when the audit compared namespaces with Tenants.
 	tenantsRead bool
-	// remediationErrors counts workloads whose label could not be written.
-	remediationErrors   int
-	firstRemediationErr error
+	// remediationErrors counts workloads whose label could not be written;
+	// remediationConflicts those of them that changed between the list and the
+	// write (a controller's status update): worth another audit soon.
+	remediationErrors    int
+	remediationConflicts int
+	firstRemediationErr  error
 }
 
 // workload is the part of a workload the audit reads.
@@ -201,6 +205,9 @@ func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, r
 				if fix != "" {
 					if err := r.labelMetadata(ctx, item, gvk, p.Spec.Label, fix); err != nil {
 						res.remediationErrors++
+						if apierrors.IsConflict(err) {
+							res.remediationConflicts++
+						}
 						if res.firstRemediationErr == nil {
 							res.firstRemediationErr = err
 						}

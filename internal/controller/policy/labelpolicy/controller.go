@@ -86,6 +86,9 @@ type auditMark struct {
 	exceptions string
 	// values is valuesKey when the audit ran.
 	values string
+	// retry: a label could not be written because the workload changed meanwhile;
+	// the next reconcile audits again.
+	retry bool
 }
 
 // valuesKey changes when the policy's LabelValueSet changes or one of its values
@@ -278,7 +281,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if obs.audit != nil {
-		r.audited.Store(p.Name, auditMark{uid: p.UID, generation: p.Generation, at: now, exceptions: activeKey(&p, now), values: valuesKey(set, now)})
+		r.audited.Store(p.Name, auditMark{uid: p.UID, generation: p.Generation, at: now, exceptions: activeKey(&p, now), values: valuesKey(set, now),
+			retry: obs.audit.remediationConflicts > 0})
 	}
 	if obs.admissionErr != nil {
 		return ctrl.Result{}, obs.admissionErr
@@ -299,8 +303,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// that comes a little early finds it still active and waits the rest.
 		next = min(next, at.Sub(now))
 	}
+	if obs.audit != nil && obs.audit.remediationConflicts > 0 {
+		next = min(next, conflictRetry)
+	}
 	return ctrl.Result{RequeueAfter: next}, nil
 }
+
+// conflictRetry is how soon a policy is audited again when a workload it labels
+// changed between the audit's read and its write.
+const conflictRetry = 5 * time.Second
 
 // valueSet reads the policy's LabelValueSet from the cache: the set itself (nil when
 // it does not exist) and as the audit reads it at now. Both are nil without
@@ -345,7 +356,7 @@ func (r *Reconciler) lastAudit(p *policyv1alpha1.LabelPolicy, now time.Time, val
 	if v, ok := r.audited.Load(p.Name); ok {
 		m := v.(auditMark)
 		if m.uid == p.UID && m.generation == p.Generation {
-			return m.at, m.exceptions != key || m.values != values
+			return m.at, m.exceptions != key || m.values != values || m.retry
 		}
 	}
 	if p.Status.LastAuditTime == nil || p.Status.ObservedGeneration != p.Generation || statusActiveKey(&p.Status) != key {
