@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Labels and annotations that Orderly reads and writes on tenant namespaces.
@@ -32,6 +33,14 @@ const (
 	// A Tenant may always bind it; further ClusterRoles only when the manager allows
 	// them (--tenant-bindable-clusterroles).
 	TenantAdminClusterRole = "orderly-tenant-admin"
+	// ResourceLabel names the spec.resources entry an object in a tenant namespace was
+	// applied from; with TenantLabel and Orderly's managed-by label it marks the object
+	// as Orderly's, the only objects spec.resources ever changes or deletes.
+	ResourceLabel = "tenancy.orderly.dev/resource"
+	// ResourcesAggregationLabel labels the ClusterRoles whose rules are aggregated
+	// into the manager's rights for spec.resources: the platform's allow-list of the
+	// kinds a Tenant may put in its namespaces.
+	ResourcesAggregationLabel = "tenancy.orderly.dev/aggregate-to-tenant-resources"
 )
 
 // Values of OriginAnnotation.
@@ -368,6 +377,42 @@ type TenantSpec struct {
 	// anything.
 	// +optional
 	Allowed *TenantAllowed `json:"allowed,omitempty"`
+
+	// resources are objects Orderly applies (server-side apply) into every namespace
+	// of the tenant, listed or self-service, and keeps there: default ConfigMaps, an
+	// ExternalSecret, a default Role... Only kinds the platform has granted the manager
+	// (ClusterRoles labelled tenancy.orderly.dev/aggregate-to-tenant-resources) can be
+	// applied; others are reported in status. An object of the same name that Orderly
+	// did not apply is left alone and reported. An entry removed from the list, a
+	// namespace that leaves the tenant, and a deleted Tenant take their objects with them.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Resources []TenantResource `json:"resources,omitempty"`
+}
+
+// TenantResource is one object kept in every tenant namespace.
+// +kubebuilder:validation:XValidation:rule="has(self.object.apiVersion) && size(self.object.apiVersion) > 0 && has(self.object.kind) && size(self.object.kind) > 0",message="object needs apiVersion and kind"
+// +kubebuilder:validation:XValidation:rule="has(self.object.metadata) && has(self.object.metadata.name) && size(self.object.metadata.name) > 0",message="object needs metadata.name (generateName is not supported: the object is kept under one name)"
+// +kubebuilder:validation:XValidation:rule="!has(self.object.metadata.generateName)",message="object.metadata.generateName is not supported: give metadata.name"
+// +kubebuilder:validation:XValidation:rule="!(self.object.kind in ['Namespace', 'Tenant', 'ResourceQuota', 'LimitRange'])",message="a Tenant's namespaces, quota and limits are declared in its own fields, not in resources"
+type TenantResource struct {
+	// name identifies the entry: in status, and in the tenancy.orderly.dev/resource
+	// label of the objects applied from it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// object is the manifest, as in a file for kubectl apply: apiVersion, kind,
+	// metadata.name (metadata.namespace is left out: it is each tenant namespace) and
+	// the rest. In every string value, {{ .Namespace }} and {{ .Tenant }} are replaced
+	// by the namespace's and the Tenant's names (Go template syntax; no other data or
+	// functions).
+	// +kubebuilder:validation:EmbeddedResource
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Object runtime.RawExtension `json:"object"`
 }
 
 // TenantAllowed lists what the tenant's workloads may use. Each list, when set,
@@ -499,6 +544,9 @@ const (
 	// it has reached the limit of one: no namespace of the tenant can then use more of
 	// it until usage drops. Absent without spec.totalQuota.
 	ConditionTotalQuotaAvailable = "TotalQuotaAvailable"
+	// ConditionExtraResourcesApplied is True when every spec.resources object is in
+	// every tenant namespace as declared; absent without spec.resources.
+	ConditionExtraResourcesApplied = "ExtraResourcesApplied"
 )
 
 // TenantStatus is the observed state of a Tenant.
@@ -536,13 +584,38 @@ type TenantStatus struct {
 	// +optional
 	TotalQuota *TenantQuotaUsage `json:"totalQuota,omitempty"`
 
+	// resources is what became of each spec.resources entry; Orderly also reads it
+	// to remove the objects of an entry taken out of spec.resources.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Resources []TenantResourceStatus `json:"resources,omitempty"`
+
 	// conditions: Ready, NamespaceConflict, ResourcesReady, RoleBindingsAllowed,
-	// SelfServiceReady, DeletionProtected, AllowedEnforced and TotalQuotaAvailable.
+	// SelfServiceReady, DeletionProtected, AllowedEnforced, TotalQuotaAvailable and
+	// ExtraResourcesApplied.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=12
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// TenantResourceStatus is what became of one spec.resources entry.
+type TenantResourceStatus struct {
+	// name of the entry.
+	Name string `json:"name"`
+	// apiVersion, kind and objectName of the object the entry applies.
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	ObjectName string `json:"objectName"`
+	// applied is how many of the tenant's namespaces hold the object as declared.
+	Applied int32 `json:"applied"`
+	// message says why the object is not in every namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // Tenant onboards a team: namespaces, owners' RBAC, quota, limits and network

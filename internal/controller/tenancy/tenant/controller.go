@@ -14,6 +14,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/workqueue"
@@ -61,6 +62,12 @@ type Reconciler struct {
 	// ManagerNamespace is the manager's own namespace, which no Tenant may manage.
 	ManagerNamespace string
 
+	// RESTMapper finds the resource of each spec.resources kind.
+	RESTMapper meta.RESTMapper
+	// ResourcesResync is how often a Tenant with spec.resources looks at its objects
+	// again (DefaultResourcesResync when zero): they are not watched.
+	ResourcesResync time.Duration
+
 	converged *convergedChildren
 	// clusterWrites remembers the cluster-scoped objects of self-service as written.
 	clusterWrites clusterWrites
@@ -77,6 +84,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 		Recorder:         kit.EventsFor(mgr, "orderly-tenant"),
 		Bindable:         newBindableRoles(deps.BindableClusterRoles),
 		ManagerNamespace: deps.Namespace,
+		RESTMapper:       mgr.GetRESTMapper(),
 	}
 	checkBindable(ctx, r.Client, r.Bindable)
 	return r.SetupWithManager(ctx, mgr, deps.Options)
@@ -122,6 +130,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	if r.Bindable == nil {
 		r.Bindable = newBindableRoles(nil)
+	}
+	if r.RESTMapper == nil {
+		r.RESTMapper = mgr.GetRESTMapper()
+	}
+	if r.ResourcesResync <= 0 {
+		r.ResourcesResync = DefaultResourcesResync
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &tenancyv1alpha1.Tenant{}, namespaceIndex, func(o client.Object) []string {
 		t := o.(*tenancyv1alpha1.Tenant)
@@ -287,6 +301,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// One Event per reconcile, not per namespace: Events are API writes too.
 		r.Recorder.Eventf(&t, nil, corev1.EventTypeNormal, "NamespaceCreated", "Create", "Created namespace(s) %s", strings.Join(created, ", "))
 	}
+	namespaces := resourceNamespaces(results)
+	extra := r.reconcileResources(ctx, &t, namespaces)
 	releaseErr := r.releaseUnlisted(ctx, &t, selfService)
 
 	// A conflict means an object changed after this reconcile read it: what was
@@ -296,7 +312,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, res.err
 		}
 	}
-	if err := r.updateStatus(ctx, &t, results, refused, ss, protection, allowed, quotas); err != nil {
+	if err := r.updateStatus(ctx, &t, results, refused, ss, protection, allowed, quotas, extra, len(namespaces)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if ss.err != nil {
@@ -308,7 +324,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if allowed.err != nil {
 		return ctrl.Result{}, allowed.err
 	}
-	if ss.reason == ReasonSelfServiceConflict || protection.reason != "" || allowed.reason != "" {
+	if extra.err != nil {
+		return ctrl.Result{}, extra.err
+	}
+	if ss.reason == ReasonSelfServiceConflict || protection.reason != "" || allowed.reason != "" || extra.recheck {
 		// The object in the way is not Orderly's, so its removal may bring no event.
 		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
 	}
@@ -326,6 +345,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if res.state == tenancyv1alpha1.NamespacePending {
 			return ctrl.Result{RequeueAfter: pendingRecheck}, nil
 		}
+	}
+	if len(t.Spec.Resources) > 0 {
+		// Their objects are not watched: this is how hand edits are repaired.
+		return ctrl.Result{RequeueAfter: r.ResourcesResync}, nil
 	}
 	return ctrl.Result{}, nil
 }

@@ -368,6 +368,9 @@ func (r *Reconciler) letGo(ctx context.Context, t *tenancyv1alpha1.Tenant, ns *c
 		if err := r.pruneChildren(ctx, t, ns.Name, nil); err != nil {
 			return err
 		}
+		if err := r.pruneResources(ctx, t, ns.Name); err != nil {
+			return err
+		}
 	}
 	// Applying nothing removes every label and annotation that only Orderly set.
 	none := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}}

@@ -105,7 +105,7 @@ func computeStatus(t *tenancyv1alpha1.Tenant, results []namespaceResult, refused
 // updateStatus writes the status computed from results and refused, emits a warning
 // Event when a namespace newly falls into conflict or a role binding is newly refused,
 // and updates the metrics.
-func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, results []namespaceResult, refused []refusal, ss selfServiceOutcome, protection, allowed protectionOutcome, quotas quotaState) error {
+func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, results []namespaceResult, refused []refusal, ss selfServiceOutcome, protection, allowed protectionOutcome, quotas quotaState, extra resourceOutcome, namespaces int) error {
 	prevState := map[string]tenancyv1alpha1.NamespaceState{}
 	for _, ns := range t.Status.Namespaces {
 		prevState[ns.Name] = ns.State
@@ -132,12 +132,16 @@ func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant
 			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonTotalQuotaReached, "Limit", "The tenant has reached spec.totalQuota for %s (%s): further pods are refused in every namespace of the tenant", strings.Join(reached, ", "), strings.Join(summary, ", "))
 		}
 	}
+	if extra.reason != "" && !meta.IsStatusConditionFalse(t.Status.Conditions, tenancyv1alpha1.ConditionExtraResourcesApplied) {
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, extra.reason, "Apply", "%s", kit.Truncate(extra.message, 1024))
+	}
 	err := kit.PatchStatus(ctx, r.Client, r.APIReader, t, func(latest *tenancyv1alpha1.Tenant) {
 		latest.Status = computeStatus(latest, results, refused)
 		setSelfServiceStatus(latest, &latest.Status, ss)
 		setProtectionStatus(latest, &latest.Status, protection)
 		setAllowedStatus(latest, &latest.Status, allowed)
 		setQuotaStatus(latest, &latest.Status, quotas)
+		setResourcesStatus(latest, &latest.Status, extra, namespaces)
 	})
 	recordMetrics(t, len(refused))
 	return err

@@ -1,0 +1,508 @@
+package tenant
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
+	"orderly.dev/orderly/internal/labels"
+)
+
+// spec.resources: objects a Tenant keeps in every one of its namespaces.
+//
+// Their kinds are whatever the platform allows, so they are neither in Orderly's
+// scheme nor watched: each reconcile reads them from the API server, writes only what
+// differs, and a Tenant with resources is reconciled again every ResourcesResync, which
+// is how soon a hand edit or deletion is repaired. The platform's allow-list is the
+// manager's RBAC: ClusterRoles labelled tenancy.orderly.dev/aggregate-to-tenant-resources
+// (config/rbac/tenant_resources_role.yaml); a kind it may not write is reported.
+
+// DefaultResourcesResync is how often a Tenant with spec.resources looks at its
+// objects again.
+const DefaultResourcesResync = 5 * time.Minute
+
+// resourcesFieldManager applies spec.resources: its own field manager, so that a
+// field dropped from an entry is dropped from the objects, and nothing else Orderly
+// writes in those namespaces is affected.
+const resourcesFieldManager = labels.FieldManager + "-tenant-resources"
+
+// resourceHashAnnotation carries a digest of what Orderly last applied: an entry
+// that no longer sets a field changes it, though the object still holds the field.
+const resourceHashAnnotation = "tenancy.orderly.dev/resource-hash"
+
+// Reasons of the ExtraResourcesApplied condition.
+const (
+	ReasonExtraResourcesApplied = "Applied"
+	ReasonKindNotFound          = "KindNotFound"
+	ReasonKindNotAllowed        = "KindNotAllowed"
+	ReasonInvalidResource       = "InvalidResource"
+	ReasonResourceConflict      = "ResourceConflict"
+	ReasonResourceApplyFailed   = "ResourceApplyFailed"
+)
+
+// resourceOutcome is what reconcileResources found.
+type resourceOutcome struct {
+	entries []tenancyv1alpha1.TenantResourceStatus
+	// reason and message of the condition when something is not applied; "" when all is.
+	reason, message string
+	// recheck: something waits on a person (a CRD, a grant, someone else's object).
+	recheck bool
+	// err is a failure worth retrying at once (with backoff).
+	err error
+}
+
+// templateData is all a spec.resources template sees.
+type templateData struct {
+	Namespace string
+	Tenant    string
+}
+
+// renderResource is entry's object for namespace ns of Tenant t: templates expanded,
+// namespace set, Orderly's labels and the controller reference added, and the digest
+// of all that in resourceHashAnnotation. Pure, so it is unit tested.
+func renderResource(t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantResource, ns string) (*unstructured.Unstructured, error) {
+	var raw any
+	if err := json.Unmarshal(entry.Object.Raw, &raw); err != nil {
+		return nil, fmt.Errorf("object is not valid JSON: %w", err)
+	}
+	expanded, err := expandTemplates(raw, templateData{Namespace: ns, Tenant: t.Name}, "object")
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := expanded.(map[string]any)
+	if !ok {
+		return nil, errors.New("object must be a JSON object")
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	if u.GetNamespace() != "" {
+		return nil, errors.New("object.metadata.namespace must be left out: the object is put in every namespace of the tenant")
+	}
+	for _, field := range []string{"uid", "resourceVersion", "ownerReferences", "finalizers", "managedFields", "creationTimestamp", "deletionTimestamp"} {
+		if _, ok := u.Object["metadata"].(map[string]any)[field]; ok {
+			return nil, fmt.Errorf("object.metadata.%s must be left out: it is set by the API server or by Orderly", field)
+		}
+	}
+	for k := range u.GetLabels() {
+		if k == labels.ManagedBy || strings.Contains(k, "orderly.dev/") {
+			return nil, fmt.Errorf("object.metadata.labels may not set %s: Orderly sets its own labels", k)
+		}
+	}
+	delete(u.Object, "status")
+	u.SetNamespace(ns)
+	lbls := u.GetLabels()
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	lbls[labels.ManagedBy] = labels.ManagedByValue
+	lbls[tenancyv1alpha1.TenantLabel] = t.Name
+	lbls[tenancyv1alpha1.ResourceLabel] = entry.Name
+	u.SetLabels(lbls)
+	u.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: tenancyv1alpha1.GroupVersion.String(), Kind: "Tenant", Name: t.Name, UID: t.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}})
+	digest, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(digest)
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[resourceHashAnnotation] = hex.EncodeToString(sum[:12])
+	u.SetAnnotations(ann)
+	return u, nil
+}
+
+// expandTemplates replaces {{ .Namespace }} and {{ .Tenant }} in every string value
+// of v (not in keys); at names where in the object a failing template is.
+func expandTemplates(v any, data templateData, at string) (any, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			e, err := expandTemplates(val, data, at+"."+k)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = e
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			e, err := expandTemplates(val, data, fmt.Sprintf("%s[%d]", at, i))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = e
+		}
+		return out, nil
+	case string:
+		if !strings.Contains(x, "{{") {
+			return x, nil
+		}
+		tpl, err := template.New(at).Option("missingkey=error").Parse(x)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", at, err)
+		}
+		var b strings.Builder
+		if err := tpl.Execute(&b, data); err != nil {
+			return nil, fmt.Errorf("%s: %w (only {{ .Namespace }} and {{ .Tenant }} are known)", at, err)
+		}
+		return b.String(), nil
+	}
+	return v, nil
+}
+
+// holds reports whether live holds every field of want with want's value: maps may
+// have more keys, lists must match item by item. Numbers compare by value (JSON
+// decoding and the API server's decoding give them different Go types).
+func holds(live, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			lv, ok := l[k]
+			if !ok || !holds(lv, wv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := live.([]any)
+		if !ok || len(l) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !holds(l[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if a, ok := number(live); ok {
+		b, ok := number(want)
+		return ok && a == b
+	}
+	return reflect.DeepEqual(live, want)
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case float64:
+		return n, true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// isOursFor reports whether obj was applied by Tenant t from the entry named entry.
+func isOursFor(obj metav1.Object, t *tenancyv1alpha1.Tenant, entry string) bool {
+	l := obj.GetLabels()
+	return l[labels.ManagedBy] == labels.ManagedByValue && l[tenancyv1alpha1.TenantLabel] == t.Name &&
+		l[tenancyv1alpha1.ResourceLabel] == entry && metav1.IsControlledBy(obj, t)
+}
+
+// resourceProblem is why an entry is not applied somewhere, by condition reason.
+type resourceProblem struct {
+	reason  string
+	message string
+}
+
+// reconcileResources applies every spec.resources entry into namespaces (the
+// tenant's namespaces that Orderly manages) and removes the objects of entries taken
+// out of the list.
+func (r *Reconciler) reconcileResources(ctx context.Context, t *tenancyv1alpha1.Tenant, namespaces []string) resourceOutcome {
+	var out resourceOutcome
+	if len(t.Spec.Resources) == 0 && len(t.Status.Resources) == 0 {
+		return out
+	}
+	var problems []resourceProblem
+	declared := map[string]tenancyv1alpha1.TenantResourceStatus{}
+	for i := range t.Spec.Resources {
+		st, prob, err := r.applyResource(ctx, t, &t.Spec.Resources[i], namespaces)
+		if err != nil && out.err == nil {
+			out.err = err
+		}
+		if prob != nil {
+			problems = append(problems, *prob)
+		}
+		declared[st.Name] = st
+		out.entries = append(out.entries, st)
+	}
+	// An entry taken out of the list, or whose object changed kind or name, leaves
+	// objects behind: removed from every namespace, and reported until they are gone.
+	for _, prev := range t.Status.Resources {
+		if now, ok := declared[prev.Name]; ok && sameObject(now, prev) {
+			continue
+		}
+		left, err := r.removeResource(ctx, t, prev, namespaces)
+		if err != nil {
+			if out.err == nil {
+				out.err = err
+			}
+			if _, ok := declared[prev.Name]; !ok {
+				prev.Applied, prev.Message = int32(left), fmt.Sprintf("removed from spec.resources; deleting its objects: %v", err)
+				out.entries = append(out.entries, prev)
+			}
+		}
+	}
+	slices.SortFunc(out.entries, func(a, b tenancyv1alpha1.TenantResourceStatus) int { return strings.Compare(a.Name, b.Name) })
+	if len(problems) > 0 {
+		out.reason = problems[0].reason
+		msgs := make([]string, 0, len(problems))
+		for _, p := range problems {
+			msgs = append(msgs, p.message)
+			if p.reason != ReasonResourceApplyFailed {
+				out.recheck = true
+			}
+		}
+		out.message = strings.Join(msgs, "; ")
+	}
+	return out
+}
+
+func sameObject(a, b tenancyv1alpha1.TenantResourceStatus) bool {
+	ga, _ := schema.ParseGroupVersion(a.APIVersion)
+	gb, _ := schema.ParseGroupVersion(b.APIVersion)
+	return ga.Group == gb.Group && a.Kind == b.Kind && a.ObjectName == b.ObjectName
+}
+
+// applyResource keeps one entry's object in every namespace. It returns the entry's
+// status, the problem that keeps it from some namespaces (nil when none), and an error
+// worth retrying.
+func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantResource, namespaces []string) (tenancyv1alpha1.TenantResourceStatus, *resourceProblem, error) {
+	st := tenancyv1alpha1.TenantResourceStatus{Name: entry.Name}
+	fail := func(reason, format string, args ...any) (tenancyv1alpha1.TenantResourceStatus, *resourceProblem, error) {
+		msg := fmt.Sprintf("resources[%s]: ", entry.Name) + fmt.Sprintf(format, args...)
+		st.Message = kit.Truncate(msg, namespaceMessageLimit)
+		return st, &resourceProblem{reason: reason, message: msg}, nil
+	}
+	// The object as rendered for no namespace in particular says what it is.
+	probe, err := renderResource(t, entry, "probe")
+	if err != nil {
+		// The namespace's name in a template can make the probe's render fail where a
+		// real one would not only through metadata.namespace, which is refused anyway.
+		return fail(ReasonInvalidResource, "%v", err)
+	}
+	gvk := probe.GroupVersionKind()
+	st.APIVersion, st.Kind, st.ObjectName = probe.GetAPIVersion(), probe.GetKind(), probe.GetName()
+	mapping, err := r.RESTMapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		return fail(ReasonKindNotFound, "the API server does not serve %s %s (is its CRD installed?)", gvk.Kind, gvk.GroupVersion())
+	case err != nil:
+		st.Message = err.Error()
+		return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, fmt.Errorf("finding the resource of %s: %w", gvk, err)
+	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
+		return fail(ReasonInvalidResource, "%s is cluster-scoped: resources holds objects that live in namespaces", gvk.Kind)
+	}
+
+	var conflicts []string
+	for _, ns := range namespaces {
+		want, err := renderResource(t, entry, ns)
+		if err != nil {
+			return fail(ReasonInvalidResource, "%v", err)
+		}
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(gvk)
+		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), live)
+		switch {
+		case apierrors.IsForbidden(err):
+			return fail(ReasonKindNotAllowed, "the manager may not read %s in namespace %s: the platform allows a kind with a ClusterRole labelled %s=true (docs/tenant.md)", mapping.Resource.GroupResource(), ns, tenancyv1alpha1.ResourcesAggregationLabel)
+		case apierrors.IsNotFound(err):
+			// A create, not an apply: it fails when someone made the object in the
+			// meantime, whose object is then never written over.
+			err = r.createResource(ctx, want)
+		case err != nil:
+			st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
+			return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, fmt.Errorf("reading %s %s/%s: %w", gvk.Kind, ns, want.GetName(), err)
+		case !isOursFor(live, t, entry.Name):
+			conflicts = append(conflicts, ns)
+			continue
+		case live.GetAnnotations()[resourceHashAnnotation] == want.GetAnnotations()[resourceHashAnnotation] && holds(live.Object, want.Object):
+			st.Applied++
+			continue
+		default:
+			// Ours, and changed by hand or by the entry: applied over. live's UID makes
+			// the apply a precondition on the object judged ours.
+			want.SetUID(live.GetUID())
+			err = r.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(resourcesFieldManager), client.ForceOwnership)
+			if err == nil {
+				r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "ResourceRepaired", "Apply", "Applied resources[%s] (%s %s) in namespace %s again: it differed from the declared object", entry.Name, gvk.Kind, want.GetName(), ns)
+			}
+		}
+		switch {
+		case apierrors.IsForbidden(err):
+			return fail(ReasonKindNotAllowed, "the manager may not write %s in namespace %s: %v; the platform allows a kind with a ClusterRole labelled %s=true (docs/tenant.md)", mapping.Resource.GroupResource(), ns, apiMessage(err), tenancyv1alpha1.ResourcesAggregationLabel)
+		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			return fail(ReasonInvalidResource, "the API server refused the object in namespace %s: %v", ns, apiMessage(err))
+		case apierrors.IsConflict(err):
+			// Made by someone else between the read and the apply, or changed since read.
+			conflicts = append(conflicts, ns)
+		case err != nil:
+			st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
+			return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, ns, want.GetName(), err)
+		default:
+			st.Applied++
+			log.FromContext(ctx).V(1).Info("Applied tenant resource", "entry", entry.Name, "kind", gvk.Kind, "namespace", ns, "name", want.GetName())
+		}
+	}
+	if len(conflicts) > 0 {
+		return fail(ReasonResourceConflict, "%s %s exists in %s and was not applied by this Tenant: left alone (delete or rename it to let Orderly apply the declared one)",
+			gvk.Kind, probe.GetName(), strings.Join(conflicts, ", "))
+	}
+	return st, nil, nil
+}
+
+// createResource creates obj, then records the fields it set as applied rather than
+// updated by resourcesFieldManager, so that a later apply that leaves a field out
+// removes it (fields of an Update entry would stay). That second write failing costs
+// only that: it is logged.
+func (r *Reconciler) createResource(ctx context.Context, obj *unstructured.Unstructured) error {
+	if err := r.Create(ctx, obj, client.FieldOwner(resourcesFieldManager)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return apierrors.NewConflict(schema.GroupResource{Resource: obj.GetKind()}, obj.GetName(), err)
+		}
+		return err
+	}
+	mf := obj.GetManagedFields()
+	changed := false
+	for i := range mf {
+		if mf[i].Manager == resourcesFieldManager && mf[i].Operation == metav1.ManagedFieldsOperationUpdate && mf[i].Subresource == "" {
+			mf[i].Operation, changed = metav1.ManagedFieldsOperationApply, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	raw, err := json.Marshal([]patchOp{
+		{Op: "replace", Path: "/metadata/managedFields", Value: mf},
+		{Op: "replace", Path: "/metadata/resourceVersion", Value: obj.GetResourceVersion()},
+	})
+	if err == nil {
+		err = r.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, raw), client.FieldOwner(resourcesFieldManager))
+	}
+	if err != nil {
+		log.FromContext(ctx).Error(err, "Recording a created tenant resource as applied", "kind", obj.GetKind(), "namespace", obj.GetNamespace(), "name", obj.GetName())
+	}
+	return nil
+}
+
+// apiMessage is the API server's message of err, without the client's prefix.
+func apiMessage(err error) string {
+	if s, ok := err.(apierrors.APIStatus); ok {
+		return s.Status().Message
+	}
+	return err.Error()
+}
+
+// removeResource deletes the object of a former entry from namespaces, where it is
+// Orderly's. It returns how many remain when it fails.
+func (r *Reconciler) removeResource(ctx context.Context, t *tenancyv1alpha1.Tenant, prev tenancyv1alpha1.TenantResourceStatus, namespaces []string) (int, error) {
+	for i, ns := range namespaces {
+		if err := r.deleteResourceIn(ctx, t, prev, ns); err != nil {
+			return len(namespaces) - i, err
+		}
+	}
+	return 0, nil
+}
+
+// deleteResourceIn deletes the object of entry prev from namespace ns, if it is Orderly's.
+func (r *Reconciler) deleteResourceIn(ctx context.Context, t *tenancyv1alpha1.Tenant, prev tenancyv1alpha1.TenantResourceStatus, ns string) error {
+	if prev.APIVersion == "" || prev.Kind == "" || prev.ObjectName == "" {
+		return nil // never applied: it could not be rendered
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(prev.APIVersion, prev.Kind))
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: prev.ObjectName}, obj)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading %s %s/%s: %w", prev.Kind, ns, prev.ObjectName, err)
+	case !isOursFor(obj, t, prev.Name) || !obj.DeletionTimestamp.IsZero():
+		return nil
+	}
+	uid := obj.UID
+	if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting %s %s/%s: %w", prev.Kind, ns, prev.ObjectName, err)
+	}
+	log.FromContext(ctx).Info("Deleted tenant resource", "entry", prev.Name, "kind", prev.Kind, "namespace", ns, "name", prev.ObjectName)
+	return nil
+}
+
+// pruneResources deletes every spec.resources object of t from namespace ns: the
+// namespace is leaving the tenant.
+func (r *Reconciler) pruneResources(ctx context.Context, t *tenancyv1alpha1.Tenant, ns string) error {
+	for _, prev := range t.Status.Resources {
+		if err := r.deleteResourceIn(ctx, t, prev, ns); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setResourcesStatus writes the outcome of spec.resources into st.
+func setResourcesStatus(t *tenancyv1alpha1.Tenant, st *tenancyv1alpha1.TenantStatus, out resourceOutcome, namespaces int) {
+	st.Resources = out.entries
+	if len(t.Spec.Resources) == 0 && len(out.entries) == 0 {
+		meta.RemoveStatusCondition(&st.Conditions, tenancyv1alpha1.ConditionExtraResourcesApplied)
+		return
+	}
+	conds := kit.ConditionsOf(&st.Conditions, t.Generation)
+	switch {
+	case out.reason != "":
+		conds.False(tenancyv1alpha1.ConditionExtraResourcesApplied, out.reason, kit.Truncate(out.message, 32*1024))
+	case out.err != nil:
+		conds.False(tenancyv1alpha1.ConditionExtraResourcesApplied, ReasonResourceApplyFailed, kit.Truncate(out.err.Error(), 32*1024))
+	default:
+		conds.True(tenancyv1alpha1.ConditionExtraResourcesApplied, ReasonExtraResourcesApplied,
+			fmt.Sprintf("%d object(s) of spec.resources are as declared in each of the %d namespace(s)", len(t.Spec.Resources), namespaces))
+	}
+}
+
+// resourceNamespaces are the namespaces spec.resources are applied to: those Orderly
+// manages for the tenant (not those in conflict or still pending).
+func resourceNamespaces(results []namespaceResult) []string {
+	set := map[string]bool{}
+	for _, res := range results {
+		if res.state == tenancyv1alpha1.NamespaceReady || res.state == tenancyv1alpha1.NamespaceFailed {
+			set[res.name] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}

@@ -1,0 +1,203 @@
+//go:build integration
+
+package tenant
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+	"orderly.dev/orderly/internal/labels"
+)
+
+func extra(name, manifest string) tenancyv1alpha1.TenantResource {
+	return tenancyv1alpha1.TenantResource{Name: name, Object: runtime.RawExtension{Raw: []byte(manifest)}}
+}
+
+const settingsCM = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"team-settings","labels":{"team":"platform"}},
+	"data":{"namespace":"{{ .Namespace }}","tenant":"{{ .Tenant }}","region":"eu-1"}}`
+
+func configMap(g Gomega, ns, name string) *corev1.ConfigMap {
+	var cm corev1.ConfigMap
+	g.Expect(k.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &cm)).To(Succeed())
+	return &cm
+}
+
+func resourcesCondition(g Gomega, name string) *metav1.Condition {
+	got := getTenant(g, name)
+	g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	c := condition(got, tenancyv1alpha1.ConditionExtraResourcesApplied)
+	g.Expect(c).NotTo(BeNil())
+	return c
+}
+
+// touchNamespace changes a label of ns, which brings a reconcile of its Tenant: what
+// ResourcesResync does on its own, minutes later.
+func touchNamespace(t *testing.T, ns, value string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		cur := getNS(g, ns)
+		cur.Labels["touched"] = value
+		g.Expect(k.Update(context.Background(), cur)).To(Succeed())
+	}, timeout, poll).Should(Succeed())
+}
+
+// The user story of spec.resources: a ConfigMap and a ServiceAccount with templates go
+// into every namespace of the tenant; a ConfigMap of the same name that someone else
+// made is left alone and reported; a hand edit is repaired; a field taken out of the
+// entry goes from the objects; an entry taken out of the list takes its objects with
+// it, and so does a namespace that leaves the tenant — never the foreign ConfigMap.
+func TestTenantResourcesInEveryNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// Someone else's ConfigMap of the same name, in a namespace the tenant adopts.
+	g.Expect(k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "res-c", Annotations: map[string]string{tenancyv1alpha1.AdoptAnnotation: "res"}}})).To(Succeed())
+	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "res-c", Name: "team-settings"}, Data: map[string]string{"mine": "yes"}}
+	g.Expect(k.Create(ctx, foreign)).To(Succeed())
+
+	b := newTenant("res", "res-a", "res-b", "res-c")
+	b.t.Spec.Resources = []tenancyv1alpha1.TenantResource{
+		extra("settings", settingsCM),
+		extra("deployer", `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"deployer","annotations":{"owner":"{{ .Tenant }}-{{ .Namespace }}"}}}`),
+	}
+	tn := b.create(t)
+
+	g.Eventually(func(g Gomega) {
+		c := resourcesCondition(g, tn.Name)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(ReasonResourceConflict))
+		g.Expect(c.Message).To(ContainSubstring("ConfigMap team-settings exists in res-c and was not applied by this Tenant"))
+		got := getTenant(g, tn.Name)
+		g.Expect(got.Status.Resources).To(ConsistOf(
+			And(HaveField("Name", "deployer"), HaveField("Kind", "ServiceAccount"), HaveField("Applied", BeEquivalentTo(3)), HaveField("Message", "")),
+			And(HaveField("Name", "settings"), HaveField("ObjectName", "team-settings"), HaveField("Applied", BeEquivalentTo(2)), HaveField("Message", ContainSubstring("res-c"))),
+		))
+		g.Expect(eventReasons(g, tn.Name)).To(ContainElement(ReasonResourceConflict))
+	}, timeout, poll).Should(Succeed())
+	for _, ns := range []string{"res-a", "res-b"} {
+		cm := configMap(g, ns, "team-settings")
+		g.Expect(cm.Data).To(Equal(map[string]string{"namespace": ns, "tenant": "res", "region": "eu-1"}))
+		g.Expect(cm.Labels).To(HaveKeyWithValue("team", "platform"))
+		g.Expect(cm.Labels).To(HaveKeyWithValue(tenancyv1alpha1.ResourceLabel, "settings"))
+		g.Expect(cm.Labels).To(HaveKeyWithValue(labels.ManagedBy, labels.ManagedByValue))
+		g.Expect(metav1.IsControlledBy(cm, tn)).To(BeTrue())
+		var sa corev1.ServiceAccount
+		g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "deployer"}, &sa)).To(Succeed())
+		g.Expect(sa.Annotations).To(HaveKeyWithValue("owner", "res-"+ns))
+	}
+	g.Expect(configMap(g, "res-c", "team-settings").Data).To(Equal(map[string]string{"mine": "yes"}), "someone else's ConfigMap was changed")
+
+	// The foreign one goes: Orderly applies its own there at the next look.
+	g.Expect(k.Delete(ctx, foreign)).To(Succeed())
+	touchNamespace(t, "res-c", "1")
+	g.Eventually(func(g Gomega) {
+		g.Expect(resourcesCondition(g, tn.Name).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(configMap(g, "res-c", "team-settings").Data).To(HaveKeyWithValue("namespace", "res-c"))
+	}, timeout, poll).Should(Succeed())
+
+	// A hand edit is repaired; a key someone added is kept (not Orderly's field).
+	cm := configMap(g, "res-a", "team-settings")
+	cm.Data["region"] = "us-2"
+	cm.Data["added"] = "by hand"
+	g.Expect(k.Update(ctx, cm)).To(Succeed())
+	touchNamespace(t, "res-a", "2")
+	g.Eventually(func(g Gomega) {
+		g.Expect(configMap(g, "res-a", "team-settings").Data).To(Equal(map[string]string{"namespace": "res-a", "tenant": "res", "region": "eu-1", "added": "by hand"}))
+		g.Expect(eventReasons(g, tn.Name)).To(ContainElement("ResourceRepaired"))
+	}, timeout, poll).Should(Succeed())
+
+	// A key taken out of the entry goes from every object, the one created by Orderly
+	// included (its fields were recorded as applied).
+	updateTenant(t, tn.Name, func(cur *tenancyv1alpha1.Tenant) {
+		cur.Spec.Resources[0] = extra("settings", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"team-settings"},"data":{"namespace":"{{ .Namespace }}"}}`)
+	})
+	g.Eventually(func(g Gomega) {
+		for _, ns := range []string{"res-b", "res-c"} {
+			cm := configMap(g, ns, "team-settings")
+			g.Expect(cm.Data).To(Equal(map[string]string{"namespace": ns}), ns)
+			g.Expect(cm.Labels).NotTo(HaveKey("team"), ns)
+		}
+	}, timeout, poll).Should(Succeed())
+
+	// A namespace leaves the tenant (released): the objects go, the namespace stays.
+	updateTenant(t, tn.Name, func(cur *tenancyv1alpha1.Tenant) { cur.Spec.Namespaces = cur.Spec.Namespaces[:2] })
+	g.Eventually(func(g Gomega) {
+		err := k.Get(ctx, client.ObjectKey{Namespace: "res-c", Name: "team-settings"}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+		err = k.Get(ctx, client.ObjectKey{Namespace: "res-c", Name: "deployer"}, &corev1.ServiceAccount{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	}, timeout, poll).Should(Succeed())
+	getNS(g, "res-c")
+
+	// An entry taken out of the list: its objects go from every namespace, but a
+	// ConfigMap of its name that is not Orderly's stays.
+	g.Expect(k.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "res-c", Name: "team-settings"}, Data: map[string]string{"mine": "again"}})).To(Succeed())
+	updateTenant(t, tn.Name, func(cur *tenancyv1alpha1.Tenant) { cur.Spec.Resources = cur.Spec.Resources[1:] })
+	g.Eventually(func(g Gomega) {
+		for _, ns := range []string{"res-a", "res-b"} {
+			err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-settings"}, &corev1.ConfigMap{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s: %v", ns, err)
+		}
+		got := getTenant(g, tn.Name)
+		g.Expect(got.Status.Resources).To(HaveLen(1))
+		g.Expect(condition(got, tenancyv1alpha1.ConditionExtraResourcesApplied).Status).To(Equal(metav1.ConditionTrue))
+	}, timeout, poll).Should(Succeed())
+	g.Expect(configMap(g, "res-c", "team-settings").Data).To(Equal(map[string]string{"mine": "again"}))
+	var sa corev1.ServiceAccount
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: "res-a", Name: "deployer"}, &sa)).To(Succeed())
+}
+
+// What cannot be applied is reported in the condition, by reason, and does not stop
+// the rest of the Tenant (or the other entries); what the API can tell is refused at
+// once.
+func TestTenantResourcesProblems(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, manifest, reason, message string
+	}{
+		{"not-served", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}`, ReasonKindNotFound, "does not serve Widget example.com/v1"},
+		{"cluster-scoped", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"x"}}`, ReasonInvalidResource, "ClusterRole is cluster-scoped"},
+		{"bad-template", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"a":"{{ .Cluster }}"}}`, ReasonInvalidResource, "object.data.a"},
+		{"namespaced", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"elsewhere"}}`, ReasonInvalidResource, "metadata.namespace must be left out"},
+		{"our-label", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":{"tenancy.orderly.dev/tenant":"other"}}}`, ReasonInvalidResource, "may not set tenancy.orderly.dev/tenant"},
+		{"refused", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"a":1}}`, ReasonInvalidResource, "the API server refused the object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			b := newTenant("resp-"+tc.name, "resp-"+tc.name)
+			b.t.Spec.Resources = []tenancyv1alpha1.TenantResource{extra("bad", tc.manifest), extra("good", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"good"}}`)}
+			tn := b.create(t)
+			waitReady(t, tn.Name)
+			g.Eventually(func(g Gomega) {
+				c := resourcesCondition(g, tn.Name)
+				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(c.Reason).To(Equal(tc.reason))
+				g.Expect(c.Message).To(ContainSubstring(tc.message))
+				configMap(g, "resp-"+tc.name, "good")
+			}, timeout, poll).Should(Succeed())
+		})
+	}
+
+	for _, tc := range []struct{ name, manifest, want string }{
+		{"no-kind", `{"apiVersion":"v1","metadata":{"name":"x"}}`, "kind"},
+		{"no-name", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}`, "object needs metadata.name"},
+		{"generate-name", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","generateName":"x-"}}`, "generateName is not supported"},
+		{"namespace-kind", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}}`, "declared in its own fields"},
+	} {
+		t.Run("api refuses "+tc.name, func(t *testing.T) {
+			tn := newTenant("respv", "respv").t
+			tn.Spec.Resources = []tenancyv1alpha1.TenantResource{extra("x", tc.manifest)}
+			err := k.Create(ctx, tn)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tc.want))
+		})
+	}
+}
