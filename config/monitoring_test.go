@@ -219,6 +219,12 @@ var alertCases = []alertCase{
 			`orderly_tenant_total_quota_hard{job="orderly", tenant="payments", resource="pods"}`: "20x50",
 			`orderly_tenant_total_quota_used{job="orderly", tenant="payments", resource="pods"}`: "15x50",
 		}},
+	{alert: "OrderlyTenantResourcesMissing", at: "40m",
+		series: map[string]string{`orderly_tenant_resources_missing{job="orderly", tenant="payments"}`: "2x50"},
+		fire: []firing{{labels: map[string]string{"tenant": "payments"},
+			summary: "Tenant payments: 2 object(s) of spec.resources are missing from its namespaces."}}},
+	{alert: "OrderlyTenantResourcesMissing", at: "40m",
+		series: map[string]string{`orderly_tenant_resources_missing{job="orderly", tenant="payments"}`: "2x20 0x30"}},
 }
 
 // TestAlertRules checks the rules with promtool and runs a unit case per alert that

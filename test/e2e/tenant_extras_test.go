@@ -4,15 +4,19 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -191,4 +195,78 @@ func TestTenantAllowedStorageClass(t *testing.T) {
 		g.Expect(err.Error()).To(ContainSubstring("PersistentVolumeClaim classy-main/data-slow in tenant classy: storage class slow is not allowed; allowed: fast"))
 	}, timeout, poll).Should(Succeed())
 	g.Expect(owner.Create(ctx, pvc("fast"))).To(Succeed())
+}
+
+// spec.resources on the whole cluster, with the manager's RBAC as shipped: a ConfigMap
+// (allowed by default) goes into every tenant namespace; a PodDisruptionBudget is
+// reported KindNotAllowed until the platform grants it with a ClusterRole labelled for
+// aggregation, then it is applied too; deleting the Tenant takes both with it.
+func TestTenantResourcesUnderTheManagersRBAC(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tn := tenant("extras", "Retain", "extras-a", "extras-b")
+	tn.Spec.Resources = []tenancyv1alpha1.TenantResource{
+		{Name: "settings", Object: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"team-settings"},"data":{"namespace":"{{ .Namespace }}"}}`)}},
+		{Name: "pdb", Object: runtime.RawExtension{Raw: []byte(`{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"web"},"spec":{"maxUnavailable":1,"selector":{"matchLabels":{"app":"web"}}}}`)}},
+	}
+	g.Expect(k.Create(ctx, tn)).To(Succeed())
+	t.Cleanup(func() {
+		_ = k.Delete(context.Background(), tn)
+		for _, n := range tn.Spec.Namespaces {
+			_ = k.Delete(context.Background(), tenantNamespace(n.Name, ""))
+		}
+	})
+	waitTenantReady(g, tn.Name)
+	extraCondition := func(g Gomega) *metav1.Condition {
+		var got tenancyv1alpha1.Tenant
+		g.Expect(k.Get(ctx, client.ObjectKey{Name: tn.Name}, &got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, tenancyv1alpha1.ConditionExtraResourcesApplied)
+		g.Expect(c).NotTo(BeNil())
+		return c
+	}
+	g.Eventually(func(g Gomega) {
+		c := extraCondition(g)
+		g.Expect(c.Reason).To(Equal("KindNotAllowed"), c.Message)
+		g.Expect(c.Message).To(ContainSubstring("poddisruptionbudgets.policy"))
+		for _, ns := range []string{"extras-a", "extras-b"} {
+			var cm corev1.ConfigMap
+			g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-settings"}, &cm)).To(Succeed())
+			g.Expect(cm.Data).To(HaveKeyWithValue("namespace", ns))
+		}
+	}, timeout, poll).Should(Succeed())
+
+	grant := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-orderly-tenant-pdbs", Labels: map[string]string{tenancyv1alpha1.ResourcesAggregationLabel: "true"}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "create", "patch", "delete"}}},
+	}
+	g.Expect(k.Create(ctx, grant)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), grant) })
+	// The Tenant looks again every minute; a namespace label change brings it sooner.
+	touch := 0
+	g.Eventually(func(g Gomega) {
+		touch++
+		var ns corev1.Namespace
+		g.Expect(k.Get(ctx, client.ObjectKey{Name: "extras-a"}, &ns)).To(Succeed())
+		ns.Labels["e2e-touch"] = fmt.Sprint(touch)
+		g.Expect(k.Update(ctx, &ns)).To(Succeed())
+		c := extraCondition(g)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	}, 2*timeout, 2*time.Second).Should(Succeed())
+	for _, ns := range []string{"extras-a", "extras-b"} {
+		var pdb policyv1.PodDisruptionBudget
+		g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &pdb)).To(Succeed())
+		g.Expect(pdb.Labels).To(HaveKeyWithValue(tenancyv1alpha1.ResourceLabel, "pdb"))
+	}
+
+	// Deleting the Tenant (Retain): the namespaces stay, Orderly's objects go.
+	g.Expect(k.Delete(ctx, tn)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, ns := range []string{"extras-a", "extras-b"} {
+			err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-settings"}, &corev1.ConfigMap{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s: %v", ns, err)
+			err = k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &policyv1.PodDisruptionBudget{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s: %v", ns, err)
+			g.Expect(k.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})).To(Succeed())
+		}
+	}, 2*timeout, poll).Should(Succeed())
 }

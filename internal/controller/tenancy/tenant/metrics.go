@@ -37,14 +37,23 @@ var (
 		Name: "orderly_tenant_total_quota_used",
 		Help: "What a Tenant's namespaces use together of each spec.totalQuota resource, as their ResourceQuotas report it.",
 	}, "resource")
+	resourcesMissing = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_tenant_resources_missing",
+		Help: "Objects of a Tenant's spec.resources that are not as declared in one of its namespaces: one per entry and namespace (see the ExtraResourcesApplied condition).",
+	})
 	driftRepairs = series.Counter(prometheus.CounterOpts{
 		Name: "orderly_tenant_drift_repairs_total",
 		Help: "Objects Orderly restored after they were changed or deleted behind its back.",
 	}, "kind")
 )
 
-func recordMetrics(t *tenancyv1alpha1.Tenant, refused int) {
+func recordMetrics(t *tenancyv1alpha1.Tenant, refused int, extra resourceOutcome, namespaces int) {
 	key := client.ObjectKeyFromObject(t)
+	missing := 0
+	for _, e := range extra.entries {
+		missing += max(namespaces-int(e.Applied), 0)
+	}
+	resourcesMissing.WithLabelValues(series.Values(key)...).Set(float64(missing))
 	refusedBindingsGauge.WithLabelValues(series.Values(key)...).Set(float64(refused))
 	namespacesReady.WithLabelValues(series.Values(key)...).Set(float64(t.Status.ReadyNamespaces))
 	namespacesDeclared.WithLabelValues(series.Values(key)...).Set(float64(t.Status.NamespaceCount))

@@ -353,15 +353,18 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 		case !isOursFor(live, t, entry.Name):
 			conflicts = append(conflicts, ns)
 			continue
-		case live.GetAnnotations()[resourceHashAnnotation] == want.GetAnnotations()[resourceHashAnnotation] && holds(live.Object, want.Object):
-			st.Applied++
-			continue
 		default:
-			// Ours, and changed by hand or by the entry: applied over. live's UID makes
+			sameEntry := live.GetAnnotations()[resourceHashAnnotation] == want.GetAnnotations()[resourceHashAnnotation]
+			if sameEntry && holds(live.Object, want.Object) {
+				st.Applied++
+				continue
+			}
+			// Ours, and changed by the entry or by hand: applied over. live's UID makes
 			// the apply a precondition on the object judged ours.
 			want.SetUID(live.GetUID())
 			err = r.Apply(ctx, client.ApplyConfigurationFromUnstructured(want), client.FieldOwner(resourcesFieldManager), client.ForceOwnership)
-			if err == nil {
+			if err == nil && sameEntry {
+				driftRepairs.WithLabelValues(series.Values(client.ObjectKeyFromObject(t), gvk.Kind)...).Inc()
 				r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "ResourceRepaired", "Apply", "Applied resources[%s] (%s %s) in namespace %s again: it differed from the declared object", entry.Name, gvk.Kind, want.GetName(), ns)
 			}
 		}

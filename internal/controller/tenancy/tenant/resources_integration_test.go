@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,6 +81,7 @@ func TestTenantResourcesInEveryNamespace(t *testing.T) {
 			And(HaveField("Name", "settings"), HaveField("ObjectName", "team-settings"), HaveField("Applied", BeEquivalentTo(2)), HaveField("Message", ContainSubstring("res-c"))),
 		))
 		g.Expect(eventReasons(g, tn.Name)).To(ContainElement(ReasonResourceConflict))
+		g.Expect(testutil.ToFloat64(resourcesMissing.WithLabelValues(tn.Name))).To(Equal(1.0))
 	}, timeout, poll).Should(Succeed())
 	for _, ns := range []string{"res-a", "res-b"} {
 		cm := configMap(g, ns, "team-settings")
@@ -111,6 +113,7 @@ func TestTenantResourcesInEveryNamespace(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(configMap(g, "res-a", "team-settings").Data).To(Equal(map[string]string{"namespace": "res-a", "tenant": "res", "region": "eu-1", "added": "by hand"}))
 		g.Expect(eventReasons(g, tn.Name)).To(ContainElement("ResourceRepaired"))
+		g.Expect(testutil.ToFloat64(driftRepairs.WithLabelValues(tn.Name, "ConfigMap"))).To(Equal(1.0))
 	}, timeout, poll).Should(Succeed())
 
 	// A key taken out of the entry goes from every object, the one created by Orderly

@@ -143,6 +143,6 @@ func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant
 		setQuotaStatus(latest, &latest.Status, quotas)
 		setResourcesStatus(latest, &latest.Status, extra, namespaces)
 	})
-	recordMetrics(t, len(refused))
+	recordMetrics(t, len(refused), extra, namespaces)
 	return err
 }
