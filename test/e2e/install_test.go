@@ -293,3 +293,14 @@ func serviceAccountKubeconfig(t *testing.T, ns, name string) string {
 	}
 	return path
 }
+
+// TestSamplesAreAccepted: every sample in config/samples (what `make run` applies and
+// the docs point to) passes a server-side dry run: schemas, CEL rules and admission.
+// The samples' namespaces are created for real first, as `make run` does (a dry run
+// creates nothing to put objects in).
+func TestSamplesAreAccepted(t *testing.T) {
+	kubectl, dir := kubectlBin(t), filepath.Join(charts.RepoRoot(), "config", "samples")
+	runTool(t, nil, kubectl, "apply", "-f", filepath.Join(dir, "00-namespaces.yaml"))
+	out := runTool(t, nil, kubectl, "apply", "--dry-run=server", "-f", dir)
+	t.Logf("config/samples, server-side dry run:\n%s", out)
+}

@@ -48,6 +48,9 @@ const DefaultResourcesResync = 5 * time.Minute
 // writes in those namespaces is affected.
 const resourcesFieldManager = labels.FieldManager + "-tenant-resources"
 
+// maxResourceRows is the API's MaxItems of spec.resources and status.resources.
+const maxResourceRows = 32
+
 // resourceHashAnnotation carries a digest of what Orderly last applied: an entry
 // that no longer sets a field changes it, though the object still holds the field.
 const resourceHashAnnotation = "tenancy.orderly.dev/resource-hash"
@@ -274,7 +277,9 @@ func (r *Reconciler) reconcileResources(ctx context.Context, t *tenancyv1alpha1.
 			if out.err == nil {
 				out.err = err
 			}
-			if _, ok := declared[prev.Name]; !ok {
+			// status.resources holds 32 rows: past that, a row that could not be
+			// removed is dropped (its objects still go with the Tenant, by owner reference).
+			if _, ok := declared[prev.Name]; !ok && len(out.entries) < maxResourceRows {
 				prev.Applied, prev.Message = int32(left), fmt.Sprintf("removed from spec.resources; deleting its objects: %v", err)
 				out.entries = append(out.entries, prev)
 			}
