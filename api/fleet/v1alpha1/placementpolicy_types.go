@@ -195,6 +195,8 @@ type Failover struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.weights) || size(self.weights) == 0 || self.weights.exists(w, w.weight > 0)",message="weights must sum to more than zero"
 // +kubebuilder:validation:XValidation:rule="!has(self.weights) || !self.weights.exists(w, has(w.labelValue)) || has(self.weightLabel)",message="weights by labelValue need weightLabel"
 // +kubebuilder:validation:XValidation:rule="self.strategy == 'Divide' || !has(self.weights) || size(self.weights) == 0",message="weights apply only to strategy Divide"
+// +kubebuilder:validation:XValidation:rule="self.strategy == 'Divide' || !has(self.capacityProperty)",message="capacityProperty applies only to strategy Divide"
+// +kubebuilder:validation:XValidation:rule="!has(self.capacityProperty) || !has(self.weights) || size(self.weights) == 0",message="set weights or capacityProperty, not both: capacityProperty makes each cluster's reported capacity its weight"
 type PlacementPolicySpec struct {
 	// resourceSelectors select the objects in this namespace to place.
 	// +required
@@ -221,6 +223,16 @@ type PlacementPolicySpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	Weights []Weight `json:"weights,omitempty"`
+	// capacityProperty divides replicas by reported capacity instead of static
+	// weights: the name of a ClusterProfile status property (set by the fleet manager,
+	// e.g. "cpu.allocatable" or "example.com/free-cpu") whose value is a quantity
+	// ("48", "93500m", "1.5k"); each cluster's weight is that value. A cluster that
+	// does not report it, or reports something that is not a non-negative quantity,
+	// gets no replicas and says why in its status.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	CapacityProperty string `json:"capacityProperty,omitempty"`
 	// spread limits the skew of replicas across a cluster label (Divide).
 	// +optional
 	Spread *Spread `json:"spread,omitempty"`

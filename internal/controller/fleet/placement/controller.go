@@ -266,7 +266,11 @@ func (r *Reconciler) place(ctx context.Context, pp *fleetv1alpha1.PlacementPolic
 		if phase == fleetv1alpha1.ClusterUnhealthy {
 			soon(h.Since.Add(pp.Spec.Failover.UnhealthyFor.Duration))
 		}
-		members = append(members, member{Name: cp.Name, Labels: cp.Labels, Phase: phase, Since: since})
+		m := member{Name: cp.Name, Labels: cp.Labels, Phase: phase, Since: since}
+		if pp.Spec.Strategy == fleetv1alpha1.StrategyDivide && pp.Spec.CapacityProperty != "" {
+			m.Capacity, m.CapacityErr = capacityOf(cp.Status.Properties, pp.Spec.CapacityProperty)
+		}
+		members = append(members, m)
 	}
 	obs.chosen = int32(len(members))
 
@@ -361,6 +365,9 @@ func (r *Reconciler) place(ctx context.Context, pp *fleetv1alpha1.PlacementPolic
 		}
 		if e, bad := overrideErr[m.Name]; bad {
 			cs.Error = kit.Truncate(e, 1024)
+		}
+		if cs.Error == "" && m.CapacityErr != "" {
+			cs.Error = kit.Truncate(m.CapacityErr, 1024)
 		}
 		obs.clusters = append(obs.clusters, cs)
 	}

@@ -2,10 +2,13 @@ package placement
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
 	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
 )
@@ -17,6 +20,10 @@ type member struct {
 	Phase  fleetv1alpha1.ClusterPhase
 	// Since is when the cluster entered Failed or Returning.
 	Since time.Time
+	// Capacity is the cluster's spec.capacityProperty in milli-units; CapacityErr says
+	// why it has none (not reported, not a quantity) when the policy divides by it.
+	Capacity    int64
+	CapacityErr string
 }
 
 // eligible says whether the cluster gets replicas under Divide: a cluster unhealthy
@@ -96,6 +103,15 @@ type unit struct {
 // units groups the eligible clusters by spec's weights. Every cluster counts once:
 // a cluster named by a weight is its own unit even when its label value has one.
 func units(spec *fleetv1alpha1.PlacementPolicySpec, clusters []member) []unit {
+	if spec.CapacityProperty != "" {
+		var out []unit
+		for _, c := range clusters {
+			if c.CapacityErr == "" && c.Capacity > 0 {
+				out = append(out, unit{key: "cluster/" + c.Name, weight: c.Capacity, members: []string{c.Name}})
+			}
+		}
+		return out
+	}
 	if len(spec.Weights) == 0 {
 		out := make([]unit, 0, len(clusters))
 		for _, c := range clusters {
@@ -140,6 +156,29 @@ func units(spec *fleetv1alpha1.PlacementPolicySpec, clusters []member) []unit {
 	}
 	return out
 }
+
+// capacityOf reads property from a ClusterProfile's properties as milli-units, or
+// says why it cannot.
+func capacityOf(props []clusterinventoryv1alpha1.Property, property string) (int64, string) {
+	for _, p := range props {
+		if p.Name != property {
+			continue
+		}
+		q, err := resource.ParseQuantity(p.Value)
+		if err != nil || q.Sign() < 0 {
+			return 0, fmt.Sprintf("its property %s is %q, not a non-negative quantity: no replicas (capacityProperty)", property, p.Value)
+		}
+		if q.AsApproximateFloat64()*1000 >= maxCapacity {
+			return maxCapacity, "" // MilliValue would overflow first
+		}
+		return q.MilliValue(), ""
+	}
+	return 0, fmt.Sprintf("it reports no property %s: no replicas (capacityProperty)", property)
+}
+
+// maxCapacity caps a capacity so that total replicas times capacity cannot overflow
+// in largestRemainder (replicas are at most 2^31).
+const maxCapacity = 1 << 31
 
 // largestRemainder splits total by weights: each gets the floor of its exact share,
 // and the replicas left go one each to the largest remainders (ties by key).

@@ -2,8 +2,11 @@ package placement
 
 import (
 	"maps"
+	"strings"
 	"testing"
 	"time"
+
+	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
 	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
 )
@@ -30,6 +33,12 @@ func TestDivide(t *testing.T) {
 	skew := fleetv1alpha1.PlacementPolicySpec{WeightLabel: "region", Weights: []fleetv1alpha1.Weight{
 		{LabelValue: "eu", Weight: 90}, {LabelValue: "us", Weight: 10},
 	}, Spread: &fleetv1alpha1.Spread{TopologyKey: "region", MaxSkew: 2}}
+	byCapacity := fleetv1alpha1.PlacementPolicySpec{CapacityProperty: "cpu.allocatable"}
+	capped := func(name string, p fleetv1alpha1.ClusterPhase, milli int64, why string) member {
+		m := cl(name, "x", p)
+		m.Capacity, m.CapacityErr = milli, why
+		return m
+	}
 	tests := []struct {
 		name         string
 		total        int32
@@ -75,6 +84,18 @@ func TestDivide(t *testing.T) {
 			nil, map[string]int32{"eu1": 0, "ap1": 0}, 6},
 		{"zero replicas", 0, &byRegion, []member{cl("eu1", "eu", healthy), cl("us1", "us", healthy)},
 			nil, map[string]int32{"eu1": 0, "us1": 0}, 0},
+		{"by reported capacity", 10, &byCapacity,
+			[]member{capped("a", healthy, 48000, ""), capped("b", healthy, 32000, "")},
+			nil, map[string]int32{"a": 6, "b": 4}, 0},
+		{"a cluster without capacity gets nothing", 10, &byCapacity,
+			[]member{capped("a", healthy, 48000, ""), capped("b", healthy, 0, "not reported")},
+			nil, map[string]int32{"a": 10, "b": 0}, 0},
+		{"a failed cluster's capacity does not count", 9, &byCapacity,
+			[]member{capped("a", failed, 48000, ""), capped("b", healthy, 1000, ""), capped("c", healthy, 2000, "")},
+			nil, map[string]int32{"a": 0, "b": 3, "c": 6}, 0},
+		{"no capacity anywhere: all unplaced", 4, &byCapacity,
+			[]member{capped("a", healthy, 0, ""), capped("b", healthy, 0, "not a quantity")},
+			nil, map[string]int32{"a": 0, "b": 0}, 4},
 		{"maxSkew moves replicas to the emptiest domain", 10, &skew,
 			[]member{cl("eu1", "eu", healthy), cl("us1", "us", healthy)},
 			nil, map[string]int32{"eu1": 6, "us1": 4}, 0},
@@ -167,5 +188,25 @@ func TestAllowance(t *testing.T) {
 				t.Errorf("nextReturnStep = %v, want %v", got, t0.Add(tt.wantNextS))
 			}
 		})
+	}
+}
+
+func TestCapacityOf(t *testing.T) {
+	props := []clusterinventoryv1alpha1.Property{{Name: "cpu.allocatable", Value: "93500m"}, {Name: "bad", Value: "lots"}, {Name: "neg", Value: "-2"}, {Name: "big", Value: "1E"}}
+	for _, tc := range []struct {
+		property string
+		want     int64
+		err      string
+	}{
+		{"cpu.allocatable", 93500, ""},
+		{"bad", 0, `is "lots", not a non-negative quantity`},
+		{"neg", 0, "not a non-negative quantity"},
+		{"missing", 0, "reports no property missing"},
+		{"big", maxCapacity, ""},
+	} {
+		got, why := capacityOf(props, tc.property)
+		if got != tc.want || (tc.err == "") != (why == "") || !strings.Contains(why, tc.err) {
+			t.Errorf("%s: got %d %q, want %d %q", tc.property, got, why, tc.want, tc.err)
+		}
 	}
 }

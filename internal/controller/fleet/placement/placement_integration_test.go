@@ -5,6 +5,7 @@ package placement
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -274,6 +276,76 @@ func TestDivideFailoverAndReturn(t *testing.T) {
 }
 
 // TestNoClustersReported reports a selector that matches nothing.
+// setProperty sets (value non-empty) or removes a status property of a member's
+// ClusterProfile, as a fleet manager reporting capacity would.
+func setProperty(t *testing.T, member, name, value string) {
+	t.Helper()
+	eventually(t, "property "+name+" of "+member+" written", func() error {
+		var cp clusterinventoryv1alpha1.ClusterProfile
+		if err := k.Get(context.Background(), types.NamespacedName{Namespace: fleetNamespace, Name: member}, &cp); err != nil {
+			return err
+		}
+		cp.Status.Properties = slices.DeleteFunc(cp.Status.Properties, func(p clusterinventoryv1alpha1.Property) bool { return p.Name == name })
+		if value != "" {
+			cp.Status.Properties = append(cp.Status.Properties, clusterinventoryv1alpha1.Property{Name: name, Value: value})
+		}
+		return k.Status().Update(context.Background(), &cp)
+	})
+}
+
+// TestDivideByReportedCapacity: with capacityProperty, replicas follow the capacity
+// the ClusterProfiles report: a cluster that reports none gets none (and says why),
+// and a changed report moves them.
+func TestDivideByReportedCapacity(t *testing.T) {
+	ctx := context.Background()
+	const ns, property = "cap", "orderly.dev/test-free-cpu"
+	makeNamespace(t, ns)
+	t.Cleanup(func() {
+		setProperty(t, "eu1", property, "")
+		setProperty(t, "us1", property, "")
+	})
+	setProperty(t, "eu1", property, "6")
+	if err := k.Create(ctx, deployment(ns, "api", "api:1", 10)); err != nil {
+		t.Fatal(err)
+	}
+	pp := &fleetv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: ns},
+		Spec: fleetv1alpha1.PlacementPolicySpec{
+			ResourceSelectors: []fleetv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}},
+			Strategy:          fleetv1alpha1.StrategyDivide,
+			CapacityProperty:  property,
+		},
+	}
+	if err := k.Create(ctx, pp); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "all on eu1, us1 says why", func() error {
+		if err := wantReplicas("eu1", ns, "api", 10)(); err != nil {
+			return err
+		}
+		for _, c := range getPolicy(t, ns, "api").Status.Clusters {
+			if c.Name == "us1" && !strings.Contains(c.Error, "reports no property "+property) {
+				return fmt.Errorf("us1's error is %q", c.Error)
+			}
+		}
+		return nil
+	})
+	setProperty(t, "us1", property, "4000m")
+	eventually(t, "60/40 by capacity", func() error {
+		if err := wantReplicas("eu1", ns, "api", 6)(); err != nil {
+			return err
+		}
+		return wantReplicas("us1", ns, "api", 4)()
+	})
+	setProperty(t, "eu1", property, "1")
+	eventually(t, "20/80 after eu1 reports less", func() error {
+		if err := wantReplicas("eu1", ns, "api", 2)(); err != nil {
+			return err
+		}
+		return wantReplicas("us1", ns, "api", 8)()
+	})
+}
+
 func TestNoClustersReported(t *testing.T) {
 	ctx := context.Background()
 	const ns = "none"
@@ -362,6 +434,14 @@ func TestValidation(t *testing.T) {
 		{"labelValue weights without weightLabel", func(p *fleetv1alpha1.PlacementPolicy) {
 			p.Spec.Weights = []fleetv1alpha1.Weight{{LabelValue: "eu", Weight: 1}}
 		}, "weights by labelValue need weightLabel"},
+		{"capacityProperty with weights", func(p *fleetv1alpha1.PlacementPolicy) {
+			p.Spec.CapacityProperty = "cpu.allocatable"
+			p.Spec.Weights = []fleetv1alpha1.Weight{{Cluster: "a", Weight: 1}}
+		}, "set weights or capacityProperty, not both"},
+		{"capacityProperty with Duplicate", func(p *fleetv1alpha1.PlacementPolicy) {
+			p.Spec.Strategy = fleetv1alpha1.StrategyDuplicate
+			p.Spec.CapacityProperty = "cpu.allocatable"
+		}, "capacityProperty applies only to strategy Divide"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

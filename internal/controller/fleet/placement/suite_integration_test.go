@@ -136,7 +136,7 @@ func register(ctx context.Context, name, region string, tm *testMember) error {
 		ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig-" + name, Namespace: managerNamespace,
 			Annotations: map[string]string{
 				fleetv1alpha1.ClusterProfileAnnotation:    fleetNamespace + "/" + name,
-				fleetv1alpha1.AllowedNamespacesAnnotation: "dup, div,none",
+				fleetv1alpha1.AllowedNamespacesAnnotation: "dup, div,none,cap",
 			}},
 		Data: map[string][]byte{fleetv1alpha1.KubeconfigKey: raw},
 	}
