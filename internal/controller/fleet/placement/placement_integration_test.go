@@ -276,9 +276,13 @@ func TestDivideFailoverAndReturn(t *testing.T) {
 }
 
 // TestNoClustersReported reports a selector that matches nothing.
-// setProperty sets (value non-empty) or removes a status property of a member's
+// capacityProperty is the ClusterProfile property TestDivideByReportedCapacity reports.
+const capacityProperty = "orderly.dev/test-free-cpu"
+
+// setCapacity sets (value non-empty) or removes capacityProperty on a member's
 // ClusterProfile, as a fleet manager reporting capacity would.
-func setProperty(t *testing.T, member, name, value string) {
+func setCapacity(t *testing.T, member, value string) {
+	const name = capacityProperty
 	t.Helper()
 	eventually(t, "property "+name+" of "+member+" written", func() error {
 		var cp clusterinventoryv1alpha1.ClusterProfile
@@ -298,13 +302,13 @@ func setProperty(t *testing.T, member, name, value string) {
 // and a changed report moves them.
 func TestDivideByReportedCapacity(t *testing.T) {
 	ctx := context.Background()
-	const ns, property = "cap", "orderly.dev/test-free-cpu"
+	const ns, property = "cap", capacityProperty
 	makeNamespace(t, ns)
 	t.Cleanup(func() {
-		setProperty(t, "eu1", property, "")
-		setProperty(t, "us1", property, "")
+		setCapacity(t, "eu1", "")
+		setCapacity(t, "us1", "")
 	})
-	setProperty(t, "eu1", property, "6")
+	setCapacity(t, "eu1", "6")
 	if err := k.Create(ctx, deployment(ns, "api", "api:1", 10)); err != nil {
 		t.Fatal(err)
 	}
@@ -330,14 +334,14 @@ func TestDivideByReportedCapacity(t *testing.T) {
 		}
 		return nil
 	})
-	setProperty(t, "us1", property, "4000m")
+	setCapacity(t, "us1", "4000m")
 	eventually(t, "60/40 by capacity", func() error {
 		if err := wantReplicas("eu1", ns, "api", 6)(); err != nil {
 			return err
 		}
 		return wantReplicas("us1", ns, "api", 4)()
 	})
-	setProperty(t, "eu1", property, "1")
+	setCapacity(t, "eu1", "1")
 	eventually(t, "20/80 after eu1 reports less", func() error {
 		if err := wantReplicas("eu1", ns, "api", 2)(); err != nil {
 			return err
