@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,25 +118,7 @@ func BenchmarkTenantSelfServiceAdmission(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	for {
-		var list tenancyv1alpha1.TenantList
-		if err := c.List(ctx, &list); err != nil {
-			b.Fatal(err)
-		}
-		ready := 0
-		for i := range list.Items {
-			if cond := meta.FindStatusCondition(list.Items[i].Status.Conditions, tenancyv1alpha1.ConditionSelfServiceReady); cond != nil && cond.Status == metav1.ConditionTrue {
-				ready++
-			}
-		}
-		if ready == tenants {
-			break
-		}
-		if time.Since(start) > 20*time.Minute {
-			b.Fatalf("only %d of %d Tenants SelfServiceReady after 20 minutes; manager log: %s", ready, tenants, mgr.logPath)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	waitTenants(ctx, b, c, tenancyv1alpha1.ConditionSelfServiceReady, tenants, start, mgr)
 	setup := time.Since(start)
 	// Let the manager's follow-up work (status, quotas) finish before measuring.
 	time.Sleep(15 * time.Second)
