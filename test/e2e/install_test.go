@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 	"orderly.dev/orderly/charts"
 	controllers "orderly.dev/orderly/internal/controller"
 	"orderly.dev/orderly/internal/devcluster"
@@ -135,13 +136,29 @@ func TestInstallManifestsAreAcceptedAndAgree(t *testing.T) {
 		out := map[string]rbacv1.ClusterRole{}
 		for _, o := range objs {
 			var r rbacv1.ClusterRole
-			if o.GetKind() == "ClusterRole" && !bound[o.GetName()] {
+			if o.GetKind() == "ClusterRole" && !bound[o.GetName()] && o.GetLabels()[tenancyv1alpha1.ResourcesAggregationLabel] == "" {
 				g.Expect(charts.Into(o, &r)).To(Succeed())
 				out[r.Name] = rbacv1.ClusterRole{Rules: r.Rules, AggregationRule: r.AggregationRule}
 			}
 		}
 		return out
 	}
+	// What both aggregate into the manager's rights for Tenant spec.resources (the
+	// roles have different names, so that a chart installed beside config/rbac does
+	// not collide): the same rules.
+	aggregated := func(objs []*unstructured.Unstructured) []rbacv1.PolicyRule {
+		var out []rbacv1.PolicyRule
+		for _, o := range objs {
+			var r rbacv1.ClusterRole
+			if o.GetKind() == "ClusterRole" && o.GetLabels()[tenancyv1alpha1.ResourcesAggregationLabel] == "true" {
+				g.Expect(charts.Into(o, &r)).To(Succeed())
+				out = append(out, r.Rules...)
+			}
+		}
+		return out
+	}
+	g.Expect(aggregated(rendered)).NotTo(BeEmpty())
+	g.Expect(aggregated(rendered)).To(Equal(aggregated(fromKustomize)))
 	fromChart := peoples(rendered)
 	g.Expect(fromChart).To(HaveKey("orderly-tenant-admin"))
 	g.Expect(fromChart).To(HaveKey("orderly-metrics-reader"))

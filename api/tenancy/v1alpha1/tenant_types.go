@@ -37,6 +37,9 @@ const (
 	// applied from; with TenantLabel and Orderly's managed-by label it marks the object
 	// as Orderly's, the only objects spec.resources ever changes or deletes.
 	ResourceLabel = "tenancy.orderly.dev/resource"
+	// ShareableLabel, set to "true" on an object by its owner, lets Tenants copy it
+	// into their namespaces (spec.resources[].from).
+	ShareableLabel = "tenancy.orderly.dev/shareable"
 	// ResourcesAggregationLabel labels the ClusterRoles whose rules are aggregated
 	// into the manager's rights for spec.resources: the platform's allow-list of the
 	// kinds a Tenant may put in its namespaces.
@@ -392,11 +395,14 @@ type TenantSpec struct {
 	Resources []TenantResource `json:"resources,omitempty"`
 }
 
-// TenantResource is one object kept in every tenant namespace.
-// +kubebuilder:validation:XValidation:rule="has(self.object.apiVersion) && size(self.object.apiVersion) > 0 && has(self.object.kind) && size(self.object.kind) > 0",message="object needs apiVersion and kind"
-// +kubebuilder:validation:XValidation:rule="has(self.object.metadata) && has(self.object.metadata.name) && size(self.object.metadata.name) > 0",message="object needs metadata.name (generateName is not supported: the object is kept under one name)"
-// +kubebuilder:validation:XValidation:rule="!has(self.object.metadata.generateName)",message="object.metadata.generateName is not supported: give metadata.name"
-// +kubebuilder:validation:XValidation:rule="!(self.object.kind in ['Namespace', 'Tenant', 'ResourceQuota', 'LimitRange'])",message="a Tenant's namespaces, quota and limits are declared in its own fields, not in resources"
+// TenantResource is one object kept in the tenant's namespaces: written out in
+// object, or copied from an existing object with from.
+// +kubebuilder:validation:XValidation:rule="has(self.object) != has(self.from)",message="set exactly one of object and from"
+// +kubebuilder:validation:XValidation:rule="!has(self.object) || (has(self.object.apiVersion) && size(self.object.apiVersion) > 0 && has(self.object.kind) && size(self.object.kind) > 0)",message="object needs apiVersion and kind"
+// +kubebuilder:validation:XValidation:rule="!has(self.object) || (has(self.object.metadata) && has(self.object.metadata.name) && size(self.object.metadata.name) > 0)",message="object needs metadata.name (generateName is not supported: the object is kept under one name)"
+// +kubebuilder:validation:XValidation:rule="!has(self.object) || !has(self.object.metadata.generateName)",message="object.metadata.generateName is not supported: give metadata.name"
+// +kubebuilder:validation:XValidation:rule="!has(self.object) || !(self.object.kind in ['Namespace', 'Tenant', 'ResourceQuota', 'LimitRange'])",message="a Tenant's namespaces, quota and limits are declared in its own fields, not in resources"
+// +kubebuilder:validation:XValidation:rule="!has(self.from) || !(self.from.kind in ['Namespace', 'Tenant', 'ResourceQuota', 'LimitRange'])",message="a Tenant's namespaces, quota and limits are declared in its own fields, not in resources"
 type TenantResource struct {
 	// name identifies the entry: in status, and in the tenancy.orderly.dev/resource
 	// label of the objects applied from it.
@@ -405,14 +411,50 @@ type TenantResource struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 
+	// namespaceSelector limits the entry to the tenant's namespaces whose labels match
+	// (e.g. environment: prod); every namespace of the tenant when unset. An object in
+	// a namespace that stops matching is removed.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
 	// object is the manifest, as in a file for kubectl apply: apiVersion, kind,
 	// metadata.name (metadata.namespace is left out: it is each tenant namespace) and
 	// the rest. In every string value, {{ .Namespace }} and {{ .Tenant }} are replaced
 	// by the namespace's and the Tenant's names (Go template syntax; no other data or
 	// functions).
+	// +optional
 	// +kubebuilder:validation:EmbeddedResource
 	// +kubebuilder:pruning:PreserveUnknownFields
-	Object runtime.RawExtension `json:"object"`
+	Object *runtime.RawExtension `json:"object,omitempty"`
+
+	// from copies an existing object into the tenant's namespaces, under its own name,
+	// and keeps the copies as the source changes (at each reconcile of the Tenant). The
+	// source must carry the label tenancy.orderly.dev/shareable: "true": its owner opts
+	// in, so that no Tenant copies what was not meant to be shared. Its content (all
+	// but metadata and status) and its labels and annotations are copied, without
+	// templates.
+	// +optional
+	From *TenantResourceSource `json:"from,omitempty"`
+}
+
+// TenantResourceSource names the object a spec.resources entry copies.
+type TenantResourceSource struct {
+	// apiVersion of the source, e.g. v1.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	APIVersion string `json:"apiVersion"`
+	// kind of the source, e.g. Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// namespace of the source.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// name of the source, and of its copies.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // TenantAllowed lists what the tenant's workloads may use. Each list, when set,
@@ -610,7 +652,10 @@ type TenantResourceStatus struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	ObjectName string `json:"objectName"`
-	// applied is how many of the tenant's namespaces hold the object as declared.
+	// namespaces is how many of the tenant's namespaces the entry is for (those its
+	// namespaceSelector matches).
+	Namespaces int32 `json:"namespaces"`
+	// applied is how many of them hold the object as declared.
 	Applied int32 `json:"applied"`
 	// message says why the object is not in every namespace.
 	// +optional

@@ -301,8 +301,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// One Event per reconcile, not per namespace: Events are API writes too.
 		r.Recorder.Eventf(&t, nil, corev1.EventTypeNormal, "NamespaceCreated", "Create", "Created namespace(s) %s", strings.Join(created, ", "))
 	}
-	namespaces := resourceNamespaces(results)
-	extra := r.reconcileResources(ctx, &t, namespaces)
+	extra := r.reconcileResources(ctx, &t, resourceNamespaces(results))
 	releaseErr := r.releaseUnlisted(ctx, &t, selfService)
 
 	// A conflict means an object changed after this reconcile read it: what was
@@ -312,7 +311,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, res.err
 		}
 	}
-	if err := r.updateStatus(ctx, &t, results, refused, ss, protection, allowed, quotas, extra, len(namespaces)); err != nil {
+	if err := r.updateStatus(ctx, &t, results, refused, ss, protection, allowed, quotas, extra); err != nil {
 		return ctrl.Result{}, err
 	}
 	if ss.err != nil {

@@ -47,13 +47,9 @@ var (
 	}, "kind")
 )
 
-func recordMetrics(t *tenancyv1alpha1.Tenant, refused int, extra resourceOutcome, namespaces int) {
+func recordMetrics(t *tenancyv1alpha1.Tenant, refused int, extra resourceOutcome) {
 	key := client.ObjectKeyFromObject(t)
-	missing := 0
-	for _, e := range extra.entries {
-		missing += max(namespaces-int(e.Applied), 0)
-	}
-	resourcesMissing.WithLabelValues(series.Values(key)...).Set(float64(missing))
+	resourcesMissing.WithLabelValues(series.Values(key)...).Set(float64(missingResources(extra.entries)))
 	refusedBindingsGauge.WithLabelValues(series.Values(key)...).Set(float64(refused))
 	namespacesReady.WithLabelValues(series.Values(key)...).Set(float64(t.Status.ReadyNamespaces))
 	namespacesDeclared.WithLabelValues(series.Values(key)...).Set(float64(t.Status.NamespaceCount))

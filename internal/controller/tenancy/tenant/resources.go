@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -63,6 +65,8 @@ const (
 	ReasonInvalidResource       = "InvalidResource"
 	ReasonResourceConflict      = "ResourceConflict"
 	ReasonResourceApplyFailed   = "ResourceApplyFailed"
+	ReasonSourceNotFound        = "SourceNotFound"
+	ReasonSourceNotShared       = "SourceNotShared"
 )
 
 // resourceOutcome is what reconcileResources found.
@@ -82,10 +86,12 @@ type templateData struct {
 	Tenant    string
 }
 
-// renderResource is entry's object for namespace ns of Tenant t: templates expanded,
-// namespace set, Orderly's labels and the controller reference added, and the digest
-// of all that in resourceHashAnnotation. Pure, so it is unit tested.
+// renderResource is the object of an entry with object for namespace ns of Tenant
+// t: templates expanded, then stamped. Pure, so it is unit tested.
 func renderResource(t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantResource, ns string) (*unstructured.Unstructured, error) {
+	if entry.Object == nil {
+		return nil, errors.New("the entry has no object")
+	}
 	var raw any
 	if err := json.Unmarshal(entry.Object.Raw, &raw); err != nil {
 		return nil, fmt.Errorf("object is not valid JSON: %w", err)
@@ -108,11 +114,55 @@ func renderResource(t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantReso
 		}
 	}
 	for k := range u.GetLabels() {
-		if k == labels.ManagedBy || strings.Contains(k, "orderly.dev/") {
+		if reservedResourceKey(k) {
 			return nil, fmt.Errorf("object.metadata.labels may not set %s: Orderly sets its own labels", k)
 		}
 	}
 	delete(u.Object, "status")
+	return stampResource(t, entry.Name, u, ns)
+}
+
+// reservedResourceKey reports whether a label key is Orderly's to set.
+func reservedResourceKey(k string) bool {
+	return k == labels.ManagedBy || strings.Contains(k, "orderly.dev/")
+}
+
+// copyResource is the copy of src for namespace ns of Tenant t (an entry with from):
+// src's content (all but metadata and status) under src's name, with src's labels and
+// annotations but Orderly's and kubectl's own, then stamped. Pure.
+func copyResource(t *tenancyv1alpha1.Tenant, entry string, src *unstructured.Unstructured, ns string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	for k, v := range src.Object {
+		if k != "metadata" && k != "status" {
+			u.Object[k] = runtime.DeepCopyJSONValue(v)
+		}
+	}
+	u.SetAPIVersion(src.GetAPIVersion())
+	u.SetKind(src.GetKind())
+	u.SetName(src.GetName())
+	lbls := map[string]string{}
+	for k, v := range src.GetLabels() {
+		if !reservedResourceKey(k) {
+			lbls[k] = v
+		}
+	}
+	u.SetLabels(lbls)
+	ann := map[string]string{}
+	for k, v := range src.GetAnnotations() {
+		if !strings.Contains(k, "orderly.dev/") && k != corev1.LastAppliedConfigAnnotation {
+			ann[k] = v
+		}
+	}
+	if len(ann) > 0 {
+		u.SetAnnotations(ann)
+	}
+	return stampResource(t, entry, u, ns)
+}
+
+// stampResource puts u in namespace ns and marks it as Tenant t's, from the entry
+// named entry: Orderly's labels, the controller reference, and the digest of all
+// that in resourceHashAnnotation.
+func stampResource(t *tenancyv1alpha1.Tenant, entry string, u *unstructured.Unstructured, ns string) (*unstructured.Unstructured, error) {
 	u.SetNamespace(ns)
 	lbls := u.GetLabels()
 	if lbls == nil {
@@ -120,7 +170,7 @@ func renderResource(t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantReso
 	}
 	lbls[labels.ManagedBy] = labels.ManagedByValue
 	lbls[tenancyv1alpha1.TenantLabel] = t.Name
-	lbls[tenancyv1alpha1.ResourceLabel] = entry.Name
+	lbls[tenancyv1alpha1.ResourceLabel] = entry
 	u.SetLabels(lbls)
 	u.SetOwnerReferences([]metav1.OwnerReference{{
 		APIVersion: tenancyv1alpha1.GroupVersion.String(), Kind: "Tenant", Name: t.Name, UID: t.UID,
@@ -239,6 +289,38 @@ func isOursFor(obj metav1.Object, t *tenancyv1alpha1.Tenant, entry string) bool 
 		l[tenancyv1alpha1.ResourceLabel] == entry && metav1.IsControlledBy(obj, t)
 }
 
+// tenantNamespace is a namespace of the tenant and its labels.
+type tenantNamespace struct {
+	name   string
+	labels map[string]string
+}
+
+// selectNamespaces are the namespaces sel matches; all of them when sel is nil.
+func selectNamespaces(sel *metav1.LabelSelector, namespaces []tenantNamespace) ([]tenantNamespace, error) {
+	if sel == nil {
+		return namespaces, nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, err
+	}
+	var out []tenantNamespace
+	for _, ns := range namespaces {
+		if s.Matches(k8slabels.Set(ns.labels)) {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
+}
+
+func namespaceNamed(namespaces []tenantNamespace, name string) (tenantNamespace, bool) {
+	i := slices.IndexFunc(namespaces, func(ns tenantNamespace) bool { return ns.name == name })
+	if i < 0 {
+		return tenantNamespace{}, false
+	}
+	return namespaces[i], true
+}
+
 // resourceProblem is why an entry is not applied somewhere, by condition reason.
 type resourceProblem struct {
 	reason  string
@@ -248,10 +330,22 @@ type resourceProblem struct {
 // reconcileResources applies every spec.resources entry into namespaces (the
 // tenant's namespaces that Orderly manages) and removes the objects of entries taken
 // out of the list.
-func (r *Reconciler) reconcileResources(ctx context.Context, t *tenancyv1alpha1.Tenant, namespaces []string) resourceOutcome {
+func (r *Reconciler) reconcileResources(ctx context.Context, t *tenancyv1alpha1.Tenant, names []string) resourceOutcome {
 	var out resourceOutcome
 	if len(t.Spec.Resources) == 0 && len(t.Status.Resources) == 0 {
 		return out
+	}
+	// The namespaces' labels, for the entries' namespaceSelectors (namespaces are
+	// cached whole).
+	namespaces := make([]tenantNamespace, 0, len(names))
+	for _, name := range names {
+		var ns corev1.Namespace
+		if err := r.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+			out.err = fmt.Errorf("reading namespace %q: %w", name, err)
+			out.entries = t.Status.Resources
+			return out
+		}
+		namespaces = append(namespaces, tenantNamespace{name: name, labels: ns.Labels})
 	}
 	var problems []resourceProblem
 	declared := map[string]tenancyv1alpha1.TenantResourceStatus{}
@@ -269,10 +363,18 @@ func (r *Reconciler) reconcileResources(ctx context.Context, t *tenancyv1alpha1.
 	// An entry taken out of the list, or whose object changed kind or name, leaves
 	// objects behind: removed from every namespace, and reported until they are gone.
 	for _, prev := range t.Status.Resources {
-		if now, ok := declared[prev.Name]; ok && sameObject(now, prev) {
+		now, ok := declared[prev.Name]
+		if ok && now.APIVersion == "" {
+			// Not known this time (the entry cannot be rendered): its objects stay, and
+			// so does the record of what they are.
+			i := slices.IndexFunc(out.entries, func(e tenancyv1alpha1.TenantResourceStatus) bool { return e.Name == prev.Name })
+			out.entries[i].APIVersion, out.entries[i].Kind, out.entries[i].ObjectName = prev.APIVersion, prev.Kind, prev.ObjectName
 			continue
 		}
-		left, err := r.removeResource(ctx, t, prev, namespaces)
+		if ok && sameObject(now, prev) {
+			continue
+		}
+		left, err := r.removeResource(ctx, t, prev, names)
 		if err != nil {
 			if out.err == nil {
 				out.err = err
@@ -309,22 +411,31 @@ func sameObject(a, b tenancyv1alpha1.TenantResourceStatus) bool {
 // applyResource keeps one entry's object in every namespace. It returns the entry's
 // status, the problem that keeps it from some namespaces (nil when none), and an error
 // worth retrying.
-func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantResource, namespaces []string) (tenancyv1alpha1.TenantResourceStatus, *resourceProblem, error) {
+func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantResource, namespaces []tenantNamespace) (tenancyv1alpha1.TenantResourceStatus, *resourceProblem, error) {
 	st := tenancyv1alpha1.TenantResourceStatus{Name: entry.Name}
 	fail := func(reason, format string, args ...any) (tenancyv1alpha1.TenantResourceStatus, *resourceProblem, error) {
 		msg := fmt.Sprintf("resources[%s]: ", entry.Name) + fmt.Sprintf(format, args...)
 		st.Message = kit.Truncate(msg, namespaceMessageLimit)
 		return st, &resourceProblem{reason: reason, message: msg}, nil
 	}
-	// The object as rendered for no namespace in particular says what it is.
-	probe, err := renderResource(t, entry, "probe")
-	if err != nil {
-		// The namespace's name in a template can make the probe's render fail where a
-		// real one would not only through metadata.namespace, which is refused anyway.
-		return fail(ReasonInvalidResource, "%v", err)
+	// What the object is: the source's identity, or the object's as rendered for no
+	// namespace in particular.
+	if f := entry.From; f != nil {
+		st.APIVersion, st.Kind, st.ObjectName = f.APIVersion, f.Kind, f.Name
+	} else {
+		probe, err := renderResource(t, entry, "probe")
+		if err != nil {
+			// The namespace's name in a template can make the probe's render fail where a
+			// real one would not only through metadata.namespace, which is refused anyway.
+			return fail(ReasonInvalidResource, "%v", err)
+		}
+		st.APIVersion, st.Kind, st.ObjectName = probe.GetAPIVersion(), probe.GetKind(), probe.GetName()
 	}
-	gvk := probe.GroupVersionKind()
-	st.APIVersion, st.Kind, st.ObjectName = probe.GetAPIVersion(), probe.GetKind(), probe.GetName()
+	gv, err := schema.ParseGroupVersion(st.APIVersion)
+	if err != nil {
+		return fail(ReasonInvalidResource, "apiVersion %q: %v", st.APIVersion, err)
+	}
+	gvk := gv.WithKind(st.Kind)
 	mapping, err := r.RESTMapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
 	case meta.IsNoMatchError(err):
@@ -335,10 +446,47 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
 		return fail(ReasonInvalidResource, "%s is cluster-scoped: resources holds objects that live in namespaces", gvk.Kind)
 	}
+	var src *unstructured.Unstructured
+	if f := entry.From; f != nil {
+		src = &unstructured.Unstructured{}
+		src.SetGroupVersionKind(gvk)
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Name}, src)
+		switch {
+		case apierrors.IsNotFound(err):
+			return fail(ReasonSourceNotFound, "the source %s %s/%s does not exist: its copies are kept as they are until it is back or the entry is removed", f.Kind, f.Namespace, f.Name)
+		case apierrors.IsForbidden(err):
+			return fail(ReasonKindNotAllowed, "the manager may not read %s in namespace %s (the source): the platform allows a kind with a ClusterRole labelled %s=true (docs/tenant.md)", mapping.Resource.GroupResource(), f.Namespace, tenancyv1alpha1.ResourcesAggregationLabel)
+		case err != nil:
+			st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
+			return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, fmt.Errorf("reading the source %s %s/%s: %w", f.Kind, f.Namespace, f.Name, err)
+		case src.GetLabels()[tenancyv1alpha1.ShareableLabel] != "true":
+			return fail(ReasonSourceNotShared, "the source %s %s/%s is not labelled %s=true: its owner has not agreed to share it, so it is not copied", f.Kind, f.Namespace, f.Name, tenancyv1alpha1.ShareableLabel)
+		}
+	}
+	targets, err := selectNamespaces(entry.NamespaceSelector, namespaces)
+	if err != nil {
+		return fail(ReasonInvalidResource, "namespaceSelector: %v", err)
+	}
+	st.Namespaces = int32(len(targets))
+	// Namespaces the selector no longer matches lose the entry's object.
+	for _, ns := range namespaces {
+		if _, ok := namespaceNamed(targets, ns.name); !ok {
+			if err := r.deleteResourceIn(ctx, t, st, ns.name); err != nil {
+				st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
+				return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, err
+			}
+		}
+	}
 
 	var conflicts []string
-	for _, ns := range namespaces {
-		want, err := renderResource(t, entry, ns)
+	for _, target := range targets {
+		ns := target.name
+		var want *unstructured.Unstructured
+		if src != nil {
+			want, err = copyResource(t, entry.Name, src, ns)
+		} else {
+			want, err = renderResource(t, entry, ns)
+		}
 		if err != nil {
 			return fail(ReasonInvalidResource, "%v", err)
 		}
@@ -391,7 +539,7 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 	}
 	if len(conflicts) > 0 {
 		return fail(ReasonResourceConflict, "%s %s exists in %s and was not applied by this Tenant: left alone (delete or rename it to let Orderly apply the declared one)",
-			gvk.Kind, probe.GetName(), strings.Join(conflicts, ", "))
+			gvk.Kind, st.ObjectName, strings.Join(conflicts, ", "))
 	}
 	return st, nil, nil
 }
@@ -485,7 +633,7 @@ func (r *Reconciler) pruneResources(ctx context.Context, t *tenancyv1alpha1.Tena
 }
 
 // setResourcesStatus writes the outcome of spec.resources into st.
-func setResourcesStatus(t *tenancyv1alpha1.Tenant, st *tenancyv1alpha1.TenantStatus, out resourceOutcome, namespaces int) {
+func setResourcesStatus(t *tenancyv1alpha1.Tenant, st *tenancyv1alpha1.TenantStatus, out resourceOutcome) {
 	st.Resources = out.entries
 	if len(t.Spec.Resources) == 0 && len(out.entries) == 0 {
 		meta.RemoveStatusCondition(&st.Conditions, tenancyv1alpha1.ConditionExtraResourcesApplied)
@@ -499,8 +647,18 @@ func setResourcesStatus(t *tenancyv1alpha1.Tenant, st *tenancyv1alpha1.TenantSta
 		conds.False(tenancyv1alpha1.ConditionExtraResourcesApplied, ReasonResourceApplyFailed, kit.Truncate(out.err.Error(), 32*1024))
 	default:
 		conds.True(tenancyv1alpha1.ConditionExtraResourcesApplied, ReasonExtraResourcesApplied,
-			fmt.Sprintf("%d object(s) of spec.resources are as declared in each of the %d namespace(s)", len(t.Spec.Resources), namespaces))
+			fmt.Sprintf("The %d object(s) of spec.resources are as declared in every namespace they are for", len(t.Spec.Resources)))
 	}
+}
+
+// missingResources counts the entries' objects that are not as declared, one per
+// entry and namespace it is for.
+func missingResources(entries []tenancyv1alpha1.TenantResourceStatus) int {
+	n := 0
+	for _, e := range entries {
+		n += max(int(e.Namespaces-e.Applied), 0)
+	}
+	return n
 }
 
 // resourceNamespaces are the namespaces spec.resources are applied to: those Orderly

@@ -5,6 +5,7 @@ package tenant
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -19,7 +20,7 @@ import (
 )
 
 func extra(name, manifest string) tenancyv1alpha1.TenantResource {
-	return tenancyv1alpha1.TenantResource{Name: name, Object: runtime.RawExtension{Raw: []byte(manifest)}}
+	return tenancyv1alpha1.TenantResource{Name: name, Object: &runtime.RawExtension{Raw: []byte(manifest)}}
 }
 
 const settingsCM = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"team-settings","labels":{"team":"platform"}},
@@ -189,6 +190,19 @@ func TestTenantResourcesProblems(t *testing.T) {
 		})
 	}
 
+	for name, entry := range map[string]tenancyv1alpha1.TenantResource{
+		"set exactly one of object and from": {Name: "x", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`)},
+			From: &tenancyv1alpha1.TenantResourceSource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "b"}},
+		"declared in its own fields": {Name: "x", From: &tenancyv1alpha1.TenantResourceSource{APIVersion: "v1", Kind: "Namespace", Namespace: "a", Name: "b"}},
+	} {
+		t.Run("api refuses: "+name, func(t *testing.T) {
+			tn := newTenant("respv", "respv").t
+			tn.Spec.Resources = []tenancyv1alpha1.TenantResource{entry}
+			err := k.Create(ctx, tn)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+			g.Expect(err.Error()).To(ContainSubstring(name))
+		})
+	}
 	for _, tc := range []struct{ name, manifest, want string }{
 		{"no-kind", `{"apiVersion":"v1","metadata":{"name":"x"}}`, "kind"},
 		{"no-name", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}`, "object needs metadata.name"},
@@ -203,4 +217,90 @@ func TestTenantResourcesProblems(t *testing.T) {
 			g.Expect(err.Error()).To(ContainSubstring(tc.want))
 		})
 	}
+}
+
+// namespaceSelector and from: an entry only in the namespaces its selector matches
+// (moved when the selector changes), and copies of shared objects that follow their
+// source; a source its owner did not label shareable is not copied, and a source that
+// goes away leaves its copies as they are.
+func TestTenantResourcesSelectAndCopy(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shared-src"}})).To(Succeed())
+	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shared-src", Name: "company-ca",
+		Labels: map[string]string{tenancyv1alpha1.ShareableLabel: "true", "purpose": "trust"}}, Data: map[string]string{"ca.crt": "one"}}
+	pull := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shared-src", Name: "registry-pull"},
+		Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"token": []byte("s3cret")}}
+	g.Expect(k.Create(ctx, ca)).To(Succeed())
+	g.Expect(k.Create(ctx, pull)).To(Succeed())
+
+	b := newTenant("sel", "sel-dev", "sel-prod")
+	b.t.Spec.Namespaces[0].Labels = map[string]string{"env": "dev"}
+	b.t.Spec.Namespaces[1].Labels = map[string]string{"env": "prod"}
+	b.t.Spec.Resources = []tenancyv1alpha1.TenantResource{
+		{Name: "prod-only", NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+			Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"prod-settings"},"data":{"replicas":"3"}}`)}},
+		{Name: "ca", From: &tenancyv1alpha1.TenantResourceSource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shared-src", Name: "company-ca"}},
+		{Name: "pull", From: &tenancyv1alpha1.TenantResourceSource{APIVersion: "v1", Kind: "Secret", Namespace: "shared-src", Name: "registry-pull"}},
+	}
+	tn := b.create(t)
+
+	g.Eventually(func(g Gomega) {
+		c := resourcesCondition(g, tn.Name)
+		g.Expect(c.Reason).To(Equal(ReasonSourceNotShared), c.Message)
+		g.Expect(c.Message).To(ContainSubstring("Secret shared-src/registry-pull is not labelled tenancy.orderly.dev/shareable=true"))
+		configMap(g, "sel-prod", "prod-settings")
+		for _, ns := range []string{"sel-dev", "sel-prod"} {
+			cp := configMap(g, ns, "company-ca")
+			g.Expect(cp.Data).To(Equal(map[string]string{"ca.crt": "one"}))
+			g.Expect(cp.Labels).To(HaveKeyWithValue("purpose", "trust"))
+			g.Expect(cp.Labels).NotTo(HaveKey(tenancyv1alpha1.ShareableLabel))
+		}
+		got := getTenant(g, tn.Name)
+		g.Expect(got.Status.Resources).To(ContainElement(And(HaveField("Name", "prod-only"), HaveField("Namespaces", BeEquivalentTo(1)), HaveField("Applied", BeEquivalentTo(1)))))
+	}, timeout, poll).Should(Succeed())
+	err := k.Get(ctx, client.ObjectKey{Namespace: "sel-dev", Name: "prod-settings"}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the prod-only entry reached sel-dev: %v", err)
+	for _, ns := range []string{"sel-dev", "sel-prod"} {
+		err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "registry-pull"}, &corev1.Secret{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a Secret not shared was copied to %s: %v", ns, err)
+	}
+
+	// Its owner shares the Secret, and changes the CA: the copies follow.
+	pull.Labels = map[string]string{tenancyv1alpha1.ShareableLabel: "true"}
+	g.Expect(k.Update(ctx, pull)).To(Succeed())
+	ca.Data["ca.crt"] = "two"
+	g.Expect(k.Update(ctx, ca)).To(Succeed())
+	touchNamespace(t, "sel-dev", "1")
+	g.Eventually(func(g Gomega) {
+		g.Expect(resourcesCondition(g, tn.Name).Status).To(Equal(metav1.ConditionTrue))
+		for _, ns := range []string{"sel-dev", "sel-prod"} {
+			g.Expect(configMap(g, ns, "company-ca").Data).To(HaveKeyWithValue("ca.crt", "two"))
+			var s corev1.Secret
+			g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "registry-pull"}, &s)).To(Succeed())
+			g.Expect(s.Data).To(HaveKeyWithValue("token", []byte("s3cret")))
+			g.Expect(s.Type).To(Equal(corev1.SecretTypeOpaque))
+		}
+	}, timeout, poll).Should(Succeed())
+
+	// The selector moves to dev: the object goes from prod and comes to dev.
+	updateTenant(t, tn.Name, func(cur *tenancyv1alpha1.Tenant) {
+		cur.Spec.Resources[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}
+	})
+	g.Eventually(func(g Gomega) {
+		configMap(g, "sel-dev", "prod-settings")
+		err := k.Get(ctx, client.ObjectKey{Namespace: "sel-prod", Name: "prod-settings"}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	}, timeout, poll).Should(Succeed())
+
+	// The source goes: reported, and the copies stay as they were.
+	g.Expect(k.Delete(ctx, ca)).To(Succeed())
+	touchNamespace(t, "sel-dev", "2")
+	g.Eventually(func(g Gomega) {
+		c := resourcesCondition(g, tn.Name)
+		g.Expect(c.Reason).To(Equal(ReasonSourceNotFound), c.Message)
+	}, timeout, poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(configMap(g, "sel-prod", "company-ca").Data).To(HaveKeyWithValue("ca.crt", "two"))
+	}, 2*time.Second, poll).Should(Succeed())
 }

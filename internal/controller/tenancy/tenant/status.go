@@ -105,7 +105,7 @@ func computeStatus(t *tenancyv1alpha1.Tenant, results []namespaceResult, refused
 // updateStatus writes the status computed from results and refused, emits a warning
 // Event when a namespace newly falls into conflict or a role binding is newly refused,
 // and updates the metrics.
-func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, results []namespaceResult, refused []refusal, ss selfServiceOutcome, protection, allowed protectionOutcome, quotas quotaState, extra resourceOutcome, namespaces int) error {
+func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, results []namespaceResult, refused []refusal, ss selfServiceOutcome, protection, allowed protectionOutcome, quotas quotaState, extra resourceOutcome) error {
 	prevState := map[string]tenancyv1alpha1.NamespaceState{}
 	for _, ns := range t.Status.Namespaces {
 		prevState[ns.Name] = ns.State
@@ -141,8 +141,8 @@ func (r *Reconciler) updateStatus(ctx context.Context, t *tenancyv1alpha1.Tenant
 		setProtectionStatus(latest, &latest.Status, protection)
 		setAllowedStatus(latest, &latest.Status, allowed)
 		setQuotaStatus(latest, &latest.Status, quotas)
-		setResourcesStatus(latest, &latest.Status, extra, namespaces)
+		setResourcesStatus(latest, &latest.Status, extra)
 	})
-	recordMetrics(t, len(refused), extra, namespaces)
+	recordMetrics(t, len(refused), extra)
 	return err
 }
