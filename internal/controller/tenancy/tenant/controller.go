@@ -84,7 +84,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 		Recorder:         kit.EventsFor(mgr, "orderly-tenant"),
 		Bindable:         newBindableRoles(deps.BindableClusterRoles),
 		ManagerNamespace: deps.Namespace,
-		RESTMapper:       mgr.GetRESTMapper(),
 	}
 	checkBindable(ctx, r.Client, r.Bindable)
 	return r.SetupWithManager(ctx, mgr, deps.Options)

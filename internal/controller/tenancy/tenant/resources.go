@@ -460,7 +460,14 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 			st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
 			return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, fmt.Errorf("reading the source %s %s/%s: %w", f.Kind, f.Namespace, f.Name, err)
 		case src.GetLabels()[tenancyv1alpha1.ShareableLabel] != "true":
-			return fail(ReasonSourceNotShared, "the source %s %s/%s is not labelled %s=true: its owner has not agreed to share it, so it is not copied", f.Kind, f.Namespace, f.Name, tenancyv1alpha1.ShareableLabel)
+			// Not shared, or no longer: copies made while it was are withdrawn too.
+			for _, ns := range namespaces {
+				if err := r.deleteResourceIn(ctx, t, st, ns.name); err != nil {
+					st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
+					return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, err
+				}
+			}
+			return fail(ReasonSourceNotShared, "the source %s %s/%s is not labelled %s=true: its owner has not agreed to share it, so it is not copied (and copies made while it was are removed)", f.Kind, f.Namespace, f.Name, tenancyv1alpha1.ShareableLabel)
 		}
 	}
 	targets, err := selectNamespaces(entry.NamespaceSelector, namespaces)

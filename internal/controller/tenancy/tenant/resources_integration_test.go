@@ -283,6 +283,18 @@ func TestTenantResourcesSelectAndCopy(t *testing.T) {
 		}
 	}, timeout, poll).Should(Succeed())
 
+	// Its owner stops sharing the Secret: the copies are withdrawn.
+	pull.Labels = nil
+	g.Expect(k.Update(ctx, pull)).To(Succeed())
+	touchNamespace(t, "sel-dev", "1b")
+	g.Eventually(func(g Gomega) {
+		g.Expect(resourcesCondition(g, tn.Name).Reason).To(Equal(ReasonSourceNotShared))
+		for _, ns := range []string{"sel-dev", "sel-prod"} {
+			err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "registry-pull"}, &corev1.Secret{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s: %v", ns, err)
+		}
+	}, timeout, poll).Should(Succeed())
+
 	// The selector moves to dev: the object goes from prod and comes to dev.
 	updateTenant(t, tn.Name, func(cur *tenancyv1alpha1.Tenant) {
 		cur.Spec.Resources[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}
