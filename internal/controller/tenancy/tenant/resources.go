@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -313,12 +315,13 @@ func selectNamespaces(sel *metav1.LabelSelector, namespaces []tenantNamespace) (
 	return out, nil
 }
 
-func namespaceNamed(namespaces []tenantNamespace, name string) (tenantNamespace, bool) {
-	i := slices.IndexFunc(namespaces, func(ns tenantNamespace) bool { return ns.name == name })
-	if i < 0 {
-		return tenantNamespace{}, false
+// namesOf are the names of namespaces.
+func namesOf(namespaces []tenantNamespace) []string {
+	out := make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		out[i] = ns.name
 	}
-	return namespaces[i], true
+	return out
 }
 
 // resourceProblem is why an entry is not applied somewhere, by condition reason.
@@ -418,6 +421,11 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 		st.Message = kit.Truncate(msg, namespaceMessageLimit)
 		return st, &resourceProblem{reason: reason, message: msg}, nil
 	}
+	// retry reports a failure worth retrying at once, and returns it as the error.
+	retry := func(err error) (tenancyv1alpha1.TenantResourceStatus, *resourceProblem, error) {
+		st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
+		return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, err
+	}
 	// What the object is: the source's identity, or the object's as rendered for no
 	// namespace in particular.
 	if f := entry.From; f != nil {
@@ -441,8 +449,7 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 	case meta.IsNoMatchError(err):
 		return fail(ReasonKindNotFound, "the API server does not serve %s %s (is its CRD installed?)", gvk.Kind, gvk.GroupVersion())
 	case err != nil:
-		st.Message = err.Error()
-		return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, fmt.Errorf("finding the resource of %s: %w", gvk, err)
+		return retry(fmt.Errorf("finding the resource of %s: %w", gvk, err))
 	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
 		return fail(ReasonInvalidResource, "%s is cluster-scoped: resources holds objects that live in namespaces", gvk.Kind)
 	}
@@ -457,15 +464,11 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 		case apierrors.IsForbidden(err):
 			return fail(ReasonKindNotAllowed, "the manager may not read %s in namespace %s (the source): the platform allows a kind with a ClusterRole labelled %s=true (docs/tenant.md)", mapping.Resource.GroupResource(), f.Namespace, tenancyv1alpha1.ResourcesAggregationLabel)
 		case err != nil:
-			st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
-			return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, fmt.Errorf("reading the source %s %s/%s: %w", f.Kind, f.Namespace, f.Name, err)
+			return retry(fmt.Errorf("reading the source %s %s/%s: %w", f.Kind, f.Namespace, f.Name, err))
 		case src.GetLabels()[tenancyv1alpha1.ShareableLabel] != "true":
 			// Not shared, or no longer: copies made while it was are withdrawn too.
-			for _, ns := range namespaces {
-				if err := r.deleteResourceIn(ctx, t, st, ns.name); err != nil {
-					st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
-					return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, err
-				}
+			if _, err := r.removeResource(ctx, t, st, namesOf(namespaces)); err != nil {
+				return retry(err)
 			}
 			return fail(ReasonSourceNotShared, "the source %s %s/%s is not labelled %s=true: its owner has not agreed to share it, so it is not copied (and copies made while it was are removed)", f.Kind, f.Namespace, f.Name, tenancyv1alpha1.ShareableLabel)
 		}
@@ -476,13 +479,11 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 	}
 	st.Namespaces = int32(len(targets))
 	// Namespaces the selector no longer matches lose the entry's object.
-	for _, ns := range namespaces {
-		if _, ok := namespaceNamed(targets, ns.name); !ok {
-			if err := r.deleteResourceIn(ctx, t, st, ns.name); err != nil {
-				st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
-				return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, err
-			}
-		}
+	others := slices.DeleteFunc(namesOf(namespaces), func(name string) bool {
+		return slices.ContainsFunc(targets, func(ns tenantNamespace) bool { return ns.name == name })
+	})
+	if _, err := r.removeResource(ctx, t, st, others); err != nil {
+		return retry(err)
 	}
 
 	var conflicts []string
@@ -508,8 +509,7 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 			// meantime, whose object is then never written over.
 			err = r.createResource(ctx, want)
 		case err != nil:
-			st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
-			return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, fmt.Errorf("reading %s %s/%s: %w", gvk.Kind, ns, want.GetName(), err)
+			return retry(fmt.Errorf("reading %s %s/%s: %w", gvk.Kind, ns, want.GetName(), err))
 		case !isOursFor(live, t, entry.Name):
 			conflicts = append(conflicts, ns)
 			continue
@@ -537,8 +537,7 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 			// Made by someone else between the read and the apply, or changed since read.
 			conflicts = append(conflicts, ns)
 		case err != nil:
-			st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
-			return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, ns, want.GetName(), err)
+			return retry(fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, ns, want.GetName(), err))
 		default:
 			st.Applied++
 			log.FromContext(ctx).V(1).Info("Applied tenant resource", "entry", entry.Name, "kind", gvk.Kind, "namespace", ns, "name", want.GetName())
@@ -562,21 +561,8 @@ func (r *Reconciler) createResource(ctx context.Context, obj *unstructured.Unstr
 		}
 		return err
 	}
-	mf := obj.GetManagedFields()
-	changed := false
-	for i := range mf {
-		if mf[i].Manager == resourcesFieldManager && mf[i].Operation == metav1.ManagedFieldsOperationUpdate && mf[i].Subresource == "" {
-			mf[i].Operation, changed = metav1.ManagedFieldsOperationApply, true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	raw, err := json.Marshal([]patchOp{
-		{Op: "replace", Path: "/metadata/managedFields", Value: mf},
-		{Op: "replace", Path: "/metadata/resourceVersion", Value: obj.GetResourceVersion()},
-	})
-	if err == nil {
+	raw, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(resourcesFieldManager), resourcesFieldManager)
+	if err == nil && raw != nil {
 		err = r.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, raw), client.FieldOwner(resourcesFieldManager))
 	}
 	if err != nil {
