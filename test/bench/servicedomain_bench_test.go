@@ -176,6 +176,8 @@ func BenchmarkServiceDomains(b *testing.B) {
 	}
 	peak := peakRSS(mgr.pid)
 	cpu := cpuSeconds(mgr.pid)
+	reconciles := scrapeCounter(mgr.metricsURL, `controller_runtime_reconcile_total{controller="servicedomain"`)
+	reads := scrapeCounter(mgr.metricsURL, `rest_client_requests_total{`, `method="GET"`)
 
 	fmt.Printf("\nServiceDomain benchmark: %d ServiceDomains created at once (RFC 2136 to BIND, HTTPRoute on a Gateway, no certificates); Orderly at its default flags (%d workers), as its ServiceAccount\n", n, writers)
 	fmt.Printf("  baseline: claim + HTTPRoute + DNS read and update    %8.2fs  (%d writers, straight to the API server and BIND)\n", baseline.Seconds(), writers)
@@ -183,6 +185,8 @@ func BenchmarkServiceDomains(b *testing.B) {
 	fmt.Printf("  ratio orderly/baseline                               %8.2fx\n", elapsed.Seconds()/baseline.Seconds())
 	fmt.Printf("  DNS updates per domain                               %8.2f  (created %.2f; minimum 1)\n", updates/float64(n), created/float64(n))
 	fmt.Printf("  manager API writes per domain                        %8.2f  (claim, finalizer, route, status, Events)\n", writes/float64(n))
+	fmt.Printf("  manager API reads per domain                         %8.2f  (GETs straight to the API server)\n", reads/float64(n))
+	fmt.Printf("  reconciles per domain                                %8.2f\n", reconciles/float64(n))
 	fmt.Printf("  manager CPU time                                     %8.2fs\n", cpu)
 	fmt.Printf("  manager peak memory (VmHWM)                          %8.1f MiB\n", float64(peak)/(1<<20))
 	b.ReportMetric(elapsed.Seconds()/baseline.Seconds(), "ratio")

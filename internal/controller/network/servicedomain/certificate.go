@@ -64,8 +64,9 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, sd *networkv1alph
 		obs.cert.fail("CertificateWriteFailed", err.Error())
 		return err
 	}
+	watched := r.watch.watching(certificateKind)
 	if existing == nil {
-		obs.cert.fail("Issuing", fmt.Sprintf("Certificate %s is written; waiting for cert-manager to issue it from %s %s", sd.Name, kind, issuer.Name))
+		obs.cert.wait("Issuing", fmt.Sprintf("Certificate %s is written; waiting for cert-manager to issue it from %s %s", sd.Name, kind, issuer.Name), watched)
 		return nil
 	}
 	if s, _, _ := unstructured.NestedString(existing.Object, "status", "notAfter"); s != "" {
@@ -83,9 +84,9 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, sd *networkv1alph
 		}
 		obs.cert.ok("Issued", msg)
 	case "":
-		obs.cert.fail("Issuing", fmt.Sprintf("Certificate %s is written; waiting for cert-manager to issue it from %s %s (no Ready condition yet: is cert-manager running?)", sd.Name, kind, issuer.Name))
+		obs.cert.wait("Issuing", fmt.Sprintf("Certificate %s is written; waiting for cert-manager to issue it from %s %s (no Ready condition yet: is cert-manager running?)", sd.Name, kind, issuer.Name), watched)
 	default:
-		obs.cert.fail("CertificateNotReady", fmt.Sprintf("cert-manager reports Certificate %s not ready (%s): %s", sd.Name, reason, message))
+		obs.cert.wait("CertificateNotReady", fmt.Sprintf("cert-manager reports Certificate %s not ready (%s): %s", sd.Name, reason, message), watched)
 	}
 	return nil
 }

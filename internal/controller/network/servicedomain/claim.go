@@ -21,9 +21,16 @@ import (
 // claim makes sure sd holds its hostname; false with obs blocked when another
 // ServiceDomain does.
 func (r *Reconciler) claim(ctx context.Context, sd *networkv1alpha1.ServiceDomain, obs *observation) (bool, error) {
-	for range 3 {
+	// The cache answers first (every claim is Orderly's, so it holds them all): a
+	// claim it shows as sd's own is taken as held, and a missing one is created (the
+	// API server refuses a second). Anything else is read again from the API server.
+	for attempt := range 4 {
+		reader := r.APIReader
+		if attempt == 0 {
+			reader = r.Client
+		}
 		var c networkv1alpha1.HostnameClaim
-		err := r.APIReader.Get(ctx, client.ObjectKey{Name: sd.Spec.Hostname}, &c)
+		err := reader.Get(ctx, client.ObjectKey{Name: sd.Spec.Hostname}, &c)
 		switch {
 		case apierrors.IsNotFound(err):
 			c = networkv1alpha1.HostnameClaim{
@@ -48,6 +55,9 @@ func (r *Reconciler) claim(ctx context.Context, sd *networkv1alpha1.ServiceDomai
 		h := c.Spec.Holder
 		if h.UID == string(sd.UID) {
 			return true, nil
+		}
+		if attempt == 0 {
+			continue // another holder, seen in the cache: read it again from the API server
 		}
 		stale, err := r.holderGone(ctx, h)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -63,10 +64,18 @@ type Reconciler struct {
 	ManagerNamespace string
 
 	kinds *kit.KindDetector
+	// watch holds the watches started at run time (see watch.go); nil in unit
+	// tests, where everything is read from APIReader.
+	watch *watches
 }
 
+// Workers is how many ServiceDomains are reconciled at once: a reconcile mostly
+// waits on some eight API requests and a DNS exchange in a row, so more workers than
+// the kit's default keep the API server busy when many are created together.
+const Workers = 16
+
 // Controller is the ServiceDomain controller as the manager runs it.
-var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
+var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup, Workers: Workers}
 
 // Setup builds the reconciler and registers it with mgr.
 func Setup(_ context.Context, mgr ctrl.Manager, deps kit.Deps) error {
@@ -84,11 +93,12 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 	}
 }
 
-// The manager claims hostnames (HostnameClaims: create, and delete its own), writes
-// routes, Certificates and DNSEndpoints named after each ServiceDomain in its
-// namespace (server-side apply: create and patch; delete only those it controls,
-// when the ServiceDomain goes or its namespace loses the zone), reads Gateways (their
-// address) and Services one by one, watches Namespaces' labels (metadata only: a
+// The manager claims hostnames (HostnameClaims: create, and delete its own; watched,
+// they are all Orderly's), writes routes, Certificates and DNSEndpoints named after
+// each ServiceDomain in its namespace (server-side apply: create and patch; delete
+// only those it controls, when the ServiceDomain goes or its namespace loses the
+// zone; watched, only those labelled as a ServiceDomain's), watches Gateways (their
+// addresses), reads Services one by one, watches Namespaces' labels (metadata only: a
 // zone's allowedNamespaces selects by them), and reads TSIG Secrets by name (get
 // only: never listed, watched or cached; only the manager's namespace is read).
 //
@@ -96,15 +106,15 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=servicedomains/status,verbs=get;patch
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=servicedomains/finalizers,verbs=update
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=domainzones,verbs=get;list;watch
-// +kubebuilder:rbac:groups=network.orderly.dev,resources=hostnameclaims,verbs=get;create;delete
+// +kubebuilder:rbac:groups=network.orderly.dev,resources=hostnameclaims,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;create;patch;delete
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get
-// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;patch;delete
-// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Cache narrows the manager's cache to what this controller needs: of Ingresses,
@@ -125,7 +135,11 @@ func (r *Reconciler) clock() clock.PassiveClock {
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	children, err := newChildrenCache(mgr)
+	if err != nil {
+		return err
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(opts).
 		For(&networkv1alpha1.ServiceDomain{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -135,7 +149,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		// A namespace's labels decide which zones it may use.
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.domainsOfNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.watch = &watches{
+		children: children, shared: mgr.GetCache(), ctrl: c,
+		owner:    handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &networkv1alpha1.ServiceDomain{}, handler.OnlyControllerOwner()),
+		gateways: handler.EnqueueRequestsFromMapFunc(r.domainsOfGateway),
+		started:  map[schema.GroupKind]bool{},
+	}
+	return nil
 }
 
 // domainsOfNamespace maps a Namespace to its ServiceDomains.
@@ -239,7 +263,8 @@ func (r *Reconciler) zoneFor(ctx context.Context, sd *networkv1alpha1.ServiceDom
 	}
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: sd.Namespace}, ns); err != nil {
+	// From the cache: the Namespace watch holds every namespace's metadata.
+	if err := r.Get(ctx, client.ObjectKey{Name: sd.Namespace}, ns); err != nil {
 		obs.block("ZoneUnknown", "Reading namespace "+sd.Namespace+" failed: "+err.Error())
 		return nil, err
 	}

@@ -36,7 +36,9 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, sd *networkv1alpha1.Servi
 	values, source, reason, message := targetOf(zone, obs)
 	obs.targetSource = source
 	if len(values) == 0 {
-		obs.dns.fail(reason, message)
+		// Waiting on the route is the route's to report; on its address, on the
+		// Gateway's or Ingress's watch.
+		obs.dns.wait(reason, message, obs.routeTarget == nil || obs.routeTarget.watched)
 		return nil
 	}
 	if _, _, _, err := dnsupdate.Records(values); err != nil {

@@ -48,9 +48,13 @@ func (r *Reconciler) ownChild(ctx context.Context, sd *networkv1alpha1.ServiceDo
 		return gvk, nil, false, nil
 	}
 	gvk = gk.WithVersion(version)
-	existing = &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(gvk)
-	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: sd.Namespace, Name: sd.Name}, existing)
+	key := client.ObjectKey{Namespace: sd.Namespace, Name: sd.Name}
+	existing, fromCache, err := r.watch.get(ctx, r.APIReader, gvk, key)
+	if fromCache && apierrors.IsNotFound(err) {
+		// The cache holds only objects labelled as a ServiceDomain's: one of the
+		// same name without the label is found on the API server alone.
+		err = r.APIReader.Get(ctx, key, existing)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return gvk, nil, true, nil

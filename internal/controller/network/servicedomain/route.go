@@ -23,6 +23,8 @@ import (
 type routeTarget struct {
 	source    string
 	addresses []string
+	// watched: a change of the addresses wakes the ServiceDomain.
+	watched bool
 }
 
 func pathsOf(sd *networkv1alpha1.ServiceDomain) []string {
@@ -96,22 +98,22 @@ func (r *Reconciler) reconcileHTTPRoute(ctx context.Context, sd *networkv1alpha1
 		obs.route.fail("GatewayAPIMissing", "the Gateway kind is not served; install the Gateway API CRDs")
 		return err
 	}
-	g := &unstructured.Unstructured{}
-	g.SetGroupVersionKind(gatewayKind.WithVersion(gwVersion))
-	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name}, g)
+	g, _, err := r.watch.get(ctx, r.APIReader, gatewayKind.WithVersion(gwVersion), client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name})
 	switch {
 	case apierrors.IsNotFound(err):
-		obs.route.fail("GatewayNotFound", fmt.Sprintf("HTTPRoute %s is written, but Gateway %s/%s that DomainZone %s names does not exist; a platform admin must create it (or fix the zone)", sd.Name, gw.Namespace, gw.Name, zone.Name))
+		obs.route.wait("GatewayNotFound", fmt.Sprintf("HTTPRoute %s is written, but Gateway %s/%s that DomainZone %s names does not exist; a platform admin must create it (or fix the zone)", sd.Name, gw.Namespace, gw.Name, zone.Name),
+			r.watch.watching(gatewayKind))
 		return nil
 	case err != nil:
 		obs.route.fail("GatewayReadFailed", err.Error())
 		return err
 	}
-	obs.routeTarget = &routeTarget{source: fmt.Sprintf("Gateway %s/%s status.addresses", gw.Namespace, gw.Name), addresses: gatewayAddresses(g)}
+	obs.routeTarget = &routeTarget{source: fmt.Sprintf("Gateway %s/%s status.addresses", gw.Namespace, gw.Name), addresses: gatewayAddresses(g),
+		watched: r.watch.watching(gatewayKind)}
 
 	// What the Gateway's controller says of the route, when one runs.
 	if reason, msg, refused := routeRefusal(existing, gw); refused {
-		obs.route.fail(reason, fmt.Sprintf("Gateway %s/%s does not accept HTTPRoute %s: %s", gw.Namespace, gw.Name, sd.Name, msg))
+		obs.route.wait(reason, fmt.Sprintf("Gateway %s/%s does not accept HTTPRoute %s: %s", gw.Namespace, gw.Name, sd.Name, msg), r.watch.watching(httpRouteKind))
 		return nil
 	}
 	r.routeReady(sd, obs, "Attached", fmt.Sprintf("HTTPRoute %s is attached to Gateway %s/%s", sd.Name, gw.Namespace, gw.Name))
@@ -218,7 +220,8 @@ func (r *Reconciler) reconcileIngress(ctx context.Context, sd *networkv1alpha1.S
 			addrs = append(addrs, lb.Hostname)
 		}
 	}
-	obs.routeTarget = &routeTarget{source: fmt.Sprintf("Ingress %s status.loadBalancer", sd.Name), addresses: addrs}
+	obs.routeTarget = &routeTarget{source: fmt.Sprintf("Ingress %s status.loadBalancer", sd.Name), addresses: addrs,
+		watched: r.watch != nil} // Orderly's Ingresses are watched from start-up
 	r.routeReady(sd, obs, "Written", fmt.Sprintf("Ingress %s of class %s is written", sd.Name, class))
 	return nil
 }

@@ -16,6 +16,10 @@ type part struct {
 	ready   bool
 	reason  string
 	message string
+	// watched: what the part waits on is reported by a running watch (cert-manager
+	// issuing, a Gateway's address or its controller's verdict on the route), so
+	// the ServiceDomain need not be polled for it.
+	watched bool
 }
 
 func (p *part) ok(reason, message string) {
@@ -24,6 +28,11 @@ func (p *part) ok(reason, message string) {
 
 func (p *part) fail(reason, message string) {
 	*p = part{set: true, reason: reason, message: message}
+}
+
+// wait is fail for a part that waits on something a watch reports when watched.
+func (p *part) wait(reason, message string, watched bool) {
+	*p = part{set: true, reason: reason, message: message, watched: watched}
 }
 
 // observation is what one reconcile saw and did.
@@ -53,18 +62,24 @@ func (o *observation) block(reason, message string) {
 }
 
 // requeue is when to look again: soon while something is pending that no watch
-// reports (CRDs, cert-manager, a Gateway's address), else at the zone's resync
-// interval, when the records are read back from the DNS server and repaired.
+// reports (a CRD being installed, a Service, the DNS server), now and then while
+// only watched things are pending, else at the zone's resync interval, when the
+// records are read back from the DNS server and repaired.
 func (o *observation) requeue(resync time.Duration) time.Duration {
 	if o.blockedReason != "" {
 		return resync
 	}
+	wait := resync
 	for _, p := range []part{o.dns, o.cert, o.route} {
-		if !p.ready {
+		switch {
+		case p.ready:
+		case p.watched:
+			wait = min(wait, watchedRecheck)
+		default:
 			return min(pendingRecheck, resync)
 		}
 	}
-	return resync
+	return wait
 }
 
 // computeStatus sets sd's status from obs: pure, so that it can be called again on

@@ -81,3 +81,25 @@ func equalConditions(a, b []metav1.Condition) bool {
 	}
 	return true
 }
+
+// A ServiceDomain that waits only on what its watches report is polled rarely; one
+// that also waits on something unwatched, soon.
+func TestRequeueOfWatchedWaits(t *testing.T) {
+	const resync = 10 * time.Minute
+	o := &observation{}
+	o.route.ok("Attached", "attached")
+	o.cert.wait("Issuing", "cert-manager issues it", true)
+	o.dns.wait("WaitingForAddress", "the Gateway has no address", true)
+	if got := o.requeue(resync); got != watchedRecheck {
+		t.Fatalf("requeue while only watched things are pending = %s, want %s", got, watchedRecheck)
+	}
+	o.cert.wait("Issuing", "cert-manager issues it", false)
+	if got := o.requeue(resync); got != pendingRecheck {
+		t.Fatalf("requeue while the Certificate kind is not watched yet = %s, want %s", got, pendingRecheck)
+	}
+	o.cert.ok("Issued", "issued")
+	o.dns.ok("Published", "in the server")
+	if got := o.requeue(resync); got != resync {
+		t.Fatalf("requeue when all is ready = %s, want the resync %s", got, resync)
+	}
+}

@@ -136,12 +136,15 @@ func setupCluster(ctx context.Context) error {
 	}
 	gw := networkv1alpha1.ZoneRoute{Gateway: &networkv1alpha1.GatewayRef{Name: gatewayName, Namespace: gatewayNamespace}, IngressClassName: "nginx"}
 	fixed := networkv1alpha1.Target{From: networkv1alpha1.TargetFromFixed, Addresses: []string{fixedAddr}}
+	// The route and tls zones resync every 10 minutes, longer than any wait here:
+	// their ServiceDomains move on when a Gateway gets an address or cert-manager
+	// reports a Certificate issued only because those are watched.
 	zones := []networkv1alpha1.DomainZone{
 		{ObjectMeta: metav1.ObjectMeta{Name: "fixed"}, Spec: networkv1alpha1.DomainZoneSpec{Zone: zoneFixed, DNS: rfc("1s"), Route: gw, Target: fixed}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "route"}, Spec: networkv1alpha1.DomainZoneSpec{Zone: zoneRoute, DNS: rfc("2s"),
+		{ObjectMeta: metav1.ObjectMeta{Name: "route"}, Spec: networkv1alpha1.DomainZoneSpec{Zone: zoneRoute, DNS: rfc("10m"),
 			Route:  networkv1alpha1.ZoneRoute{Gateway: &networkv1alpha1.GatewayRef{Name: lateGW, Namespace: gatewayNamespace, SectionName: "http"}},
 			Target: networkv1alpha1.Target{From: networkv1alpha1.TargetFromRoute}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "tls"}, Spec: networkv1alpha1.DomainZoneSpec{Zone: zoneTLS, DNS: rfc("2s"), Route: gw, Target: fixed,
+		{ObjectMeta: metav1.ObjectMeta{Name: "tls"}, Spec: networkv1alpha1.DomainZoneSpec{Zone: zoneTLS, DNS: rfc("10m"), Route: gw, Target: fixed,
 			Certificates: &networkv1alpha1.Certificates{IssuerRef: &networkv1alpha1.IssuerRef{Kind: "ClusterIssuer", Name: issuerName}}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Spec: networkv1alpha1.DomainZoneSpec{Zone: zoneTeam, DNS: rfc("2s"), Route: gw, Target: fixed,
 			AllowedNamespaces: metav1.LabelSelector{MatchLabels: map[string]string{"team": "blue"}}}},

@@ -1,0 +1,204 @@
+package servicedomain
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
+	"orderly.dev/orderly/internal/labels"
+)
+
+// The kinds a ServiceDomain waits on (HTTPRoutes, Certificates, DNSEndpoints it
+// writes, and the Gateways its zone names) may not be served when the manager starts:
+// the Gateway API or cert-manager can be installed later. So they are watched from
+// the first reconcile that finds them served, not from start-up, and each is read
+// from its watch's cache instead of the API server.
+//
+//   - What Orderly writes is held in a cache of its own that lists only objects
+//     labelled with a ServiceDomain's name and Orderly's managed-by label: one
+//     HTTPRoute, Certificate and DNSEndpoint per ServiceDomain, never anyone else's.
+//     An object absent from it is still looked up on the API server before one is
+//     written, since an object of the same name that is not Orderly's does not
+//     carry the label.
+//   - Gateways are the platform's: the manager's cache holds them whole (a cluster
+//     has few), and only a change of their addresses wakes the ServiceDomains of the
+//     zones that name them (a Gateway's status also counts attached routes, which
+//     changes with every new route).
+
+// cacheReadTimeout bounds a read from a watch's cache whose first list has not
+// finished (RBAC missing, a CRD just removed): the read falls back to the API server.
+const cacheReadTimeout = 5 * time.Second
+
+// watchedRecheck is how soon a ServiceDomain that waits on something a running watch
+// reports is looked at again anyway, in case an event was missed.
+const watchedRecheck = 2 * time.Minute
+
+// watches starts the watches on kinds found served at run time and reads from them.
+type watches struct {
+	// children caches what Orderly wrote for ServiceDomains; shared is the manager's
+	// cache, for Gateways.
+	children, shared cache.Cache
+	ctrl             controller.Controller
+	owner            handler.EventHandler
+	gateways         handler.EventHandler
+
+	mu      sync.Mutex
+	started map[schema.GroupKind]bool
+}
+
+// newChildrenCache is the cache of what Orderly writes for ServiceDomains; it runs
+// with the manager.
+func newChildrenCache(mgr ctrl.Manager) (cache.Cache, error) {
+	sdLabel, err := k8slabels.NewRequirement(networkv1alpha1.ServiceDomainLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	managed, err := k8slabels.NewRequirement(labels.ManagedBy, selection.Equals, []string{labels.ManagedByValue})
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultLabelSelector: k8slabels.NewSelector().Add(*sdLabel, *managed),
+		DefaultTransform:     cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the cache of ServiceDomains' routes and certificates: %w", err)
+	}
+	return c, mgr.Add(c)
+}
+
+// watching is true once gk's watch has been started.
+func (w *watches) watching(gk schema.GroupKind) bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.started[gk]
+}
+
+// ensure starts the watch on gvk, once.
+func (w *watches) ensure(gvk schema.GroupVersionKind) error {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started[gvk.GroupKind()] {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	var src source.Source
+	if gvk.GroupKind() == gatewayKind {
+		src = source.Kind(w.shared, client.Object(u), w.gateways, addressesChanged())
+	} else {
+		src = source.Kind(w.children, client.Object(u), w.owner, childChanged())
+	}
+	if err := w.ctrl.Watch(src); err != nil {
+		return fmt.Errorf("watching %s: %w", gvk.Kind, err)
+	}
+	w.started[gvk.GroupKind()] = true
+	return nil
+}
+
+// cacheFor is the cache gk is read from.
+func (w *watches) cacheFor(gk schema.GroupKind) cache.Cache {
+	if gk == gatewayKind {
+		return w.shared
+	}
+	return w.children
+}
+
+// get reads namespace/name of gvk from its watch's cache; from reader when the
+// kind is not watched yet or its cache does not answer in time. found is false
+// when the cache does not hold it: for a kind of the children cache, the caller
+// must still ask the API server before writing.
+func (w *watches) get(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, key client.ObjectKey) (obj *unstructured.Unstructured, fromCache bool, err error) {
+	obj = &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := w.ensure(gvk); err != nil {
+		log.FromContext(ctx).Error(err, "Starting a watch; reading from the API server instead", "kind", gvk.Kind)
+	} else if w != nil {
+		cctx, cancel := context.WithTimeout(ctx, cacheReadTimeout)
+		err := w.cacheFor(gvk.GroupKind()).Get(cctx, key, obj)
+		cancel()
+		if err == nil || apierrors.IsNotFound(err) {
+			return obj, true, err
+		}
+		log.FromContext(ctx).V(1).Info("The watch's cache did not answer; reading from the API server", "kind", gvk.Kind, "error", err.Error())
+	}
+	return obj, false, reader.Get(ctx, key, obj)
+}
+
+// childChanged lets through what a ServiceDomain must look at again: a change of
+// status (cert-manager issued, a Gateway's controller accepted or refused a route),
+// of spec (someone edited it: Orderly repairs it), of labels or owners, and a
+// deletion. Creations are Orderly's own writes.
+func childChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okOld := e.ObjectOld.(*unstructured.Unstructured)
+			n, okNew := e.ObjectNew.(*unstructured.Unstructured)
+			if !okOld || !okNew {
+				return true
+			}
+			return o.GetGeneration() != n.GetGeneration() ||
+				!equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"]) ||
+				!equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) ||
+				!equality.Semantic.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences())
+		},
+	}
+}
+
+// addressesChanged lets through a Gateway's creation, deletion, and a change of its
+// addresses (the records' values).
+func addressesChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okOld := e.ObjectOld.(*unstructured.Unstructured)
+			n, okNew := e.ObjectNew.(*unstructured.Unstructured)
+			return !okOld || !okNew || !slices.Equal(gatewayAddresses(o), gatewayAddresses(n))
+		},
+	}
+}
+
+// domainsOfGateway maps a Gateway to the ServiceDomains of every zone that routes
+// through it.
+func (r *Reconciler) domainsOfGateway(ctx context.Context, o client.Object) []reconcile.Request {
+	var zones networkv1alpha1.DomainZoneList
+	if err := r.List(ctx, &zones); err != nil {
+		log.FromContext(ctx).Error(err, "Listing DomainZones for Gateway", "gateway", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range zones.Items {
+		gw := zones.Items[i].Spec.Route.Gateway
+		if gw != nil && gw.Name == o.GetName() && gw.Namespace == o.GetNamespace() {
+			out = append(out, r.domainsOfZone(ctx, &zones.Items[i])...)
+		}
+	}
+	return out
+}
