@@ -65,10 +65,13 @@ type Reconciler struct {
 	// RESTMapper finds the resource of each spec.resources kind.
 	RESTMapper meta.RESTMapper
 	// ResourcesResync is how often a Tenant with spec.resources looks at its objects
-	// again (DefaultResourcesResync when zero): they are not watched.
+	// again (DefaultResourcesResync when zero): a kind the manager may not watch is
+	// repaired only then.
 	ResourcesResync time.Duration
 
 	converged *convergedChildren
+	// resourceWatches watches the kinds of spec.resources (resources_watch.go).
+	resourceWatches *resourceWatches
 	// clusterWrites remembers the cluster-scoped objects of self-service as written.
 	clusterWrites clusterWrites
 }
@@ -146,7 +149,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}); err != nil {
 		return fmt.Errorf("indexing Tenants by namespace: %w", err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(opts).
 		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -163,7 +166,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&rbacv1.ClusterRoleBinding{}).
 		Watches(&admissionv1.ValidatingAdmissionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.selfServiceTenants)).
 		Watches(&admissionv1.ValidatingAdmissionPolicyBinding{}, handler.EnqueueRequestsFromMapFunc(r.selfServiceTenants)).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.resourceWatches, err = r.newResourceWatches(mgr, c)
+	return err
 }
 
 // selfServiceTenants maps a change of one of the shared admission objects to every

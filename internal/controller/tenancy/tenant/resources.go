@@ -36,11 +36,12 @@ import (
 
 // spec.resources: objects a Tenant keeps in every one of its namespaces.
 //
-// Their kinds are whatever the platform allows, so they are neither in Orderly's
-// scheme nor watched: each reconcile reads them from the API server, writes only what
-// differs, and a Tenant with resources is reconciled again every ResourcesResync, which
-// is how soon a hand edit or deletion is repaired. The platform's allow-list is the
-// manager's RBAC: ClusterRoles labelled tenancy.orderly.dev/aggregate-to-tenant-resources
+// Their kinds are whatever the platform allows, so they are not in Orderly's scheme:
+// each reconcile reads them from the API server and writes only what differs. They
+// are watched by metadata once a Tenant names them (resources_watch.go), so a hand
+// edit or deletion is repaired at once; a Tenant with resources is also reconciled
+// again every ResourcesResync, for kinds the manager may not watch. The platform's
+// allow-list is the manager's RBAC: ClusterRoles labelled tenancy.orderly.dev/aggregate-to-tenant-resources
 // (config/rbac/tenant_resources_role.yaml); a kind it may not write is reported.
 
 // DefaultResourcesResync is how often a Tenant with spec.resources looks at its
@@ -452,6 +453,10 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 		return retry(fmt.Errorf("finding the resource of %s: %w", gvk, err))
 	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
 		return fail(ReasonInvalidResource, "%s is cluster-scoped: resources holds objects that live in namespaces", gvk.Kind)
+	}
+	r.resourceWatches.ensure(ctx, gvk, mapping.Resource, watchCopies)
+	if entry.From != nil {
+		r.resourceWatches.ensure(ctx, gvk, mapping.Resource, watchSources)
 	}
 	var src *unstructured.Unstructured
 	if f := entry.From; f != nil {
