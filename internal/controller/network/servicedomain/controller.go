@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	"orderly.dev/orderly/internal/kit"
@@ -98,7 +99,8 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 // each ServiceDomain in its namespace (server-side apply: create and patch; delete
 // only those it controls, when the ServiceDomain goes or its namespace loses the
 // zone; watched, only those labelled as a ServiceDomain's), watches Gateways (their
-// addresses), reads Services one by one, watches Namespaces' labels (metadata only: a
+// addresses), watches Services (their names only: a ServiceDomain reports one that
+// does not exist), watches Namespaces' labels (metadata only: a
 // zone's allowedNamespaces selects by them), and reads TSIG Secrets by name (get
 // only: never listed, watched or cached; only the manager's namespace is read).
 //
@@ -108,7 +110,7 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=domainzones,verbs=get;list;watch
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=hostnameclaims,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=services,verbs=get
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
@@ -139,6 +141,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err != nil {
 		return err
 	}
+	services, err := newServicesCache(mgr)
+	if err != nil {
+		return err
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(opts).
@@ -149,12 +155,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		// A namespace's labels decide which zones it may use.
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.domainsOfNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		// A Service created or deleted: the route's ServiceNotFound comes or goes.
+		WatchesRawSource(source.Kind(services, client.Object(serviceObject()),
+			handler.EnqueueRequestsFromMapFunc(r.domainsOfService), createdOrDeleted())).
 		Build(r)
 	if err != nil {
 		return err
 	}
 	r.watch = &watches{
-		children: children, shared: mgr.GetCache(), ctrl: c,
+		children: children, shared: mgr.GetCache(), services: services, ctrl: c,
 		owner:    handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &networkv1alpha1.ServiceDomain{}, handler.OnlyControllerOwner()),
 		gateways: handler.EnqueueRequestsFromMapFunc(r.domainsOfGateway),
 		started:  map[schema.GroupKind]bool{},
@@ -279,16 +288,11 @@ func (r *Reconciler) zoneFor(ctx context.Context, sd *networkv1alpha1.ServiceDom
 // checkService reports a Service that does not exist (the route is written anyway,
 // and works once the Service is created).
 func (r *Reconciler) checkService(ctx context.Context, sd *networkv1alpha1.ServiceDomain, obs *observation) error {
-	svc := &metav1.PartialObjectMetadata{}
-	svc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: sd.Namespace, Name: sd.Spec.Service.Name}, svc)
-	switch {
-	case apierrors.IsNotFound(err):
-		obs.serviceMissing = true
-		return nil
-	case err != nil:
+	exists, watched, err := r.watch.serviceExists(ctx, r.APIReader, client.ObjectKey{Namespace: sd.Namespace, Name: sd.Spec.Service.Name})
+	if err != nil {
 		return fmt.Errorf("reading Service %s: %w", sd.Spec.Service.Name, err)
 	}
+	obs.serviceMissing, obs.serviceWatched = !exists, watched
 	return nil
 }
 

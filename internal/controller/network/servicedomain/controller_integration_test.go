@@ -224,6 +224,21 @@ func TestNotAllowedAndInvalid(t *testing.T) {
 	deleteAndWait(t, outside)
 }
 
+// The Service is watched: in a zone that resyncs every 10 minutes, its creation and
+// its deletion reach the ServiceDomain within the test's timeout only through the
+// watch.
+func TestServiceCreatedAndDeleted(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, nil)
+	sd := newDomain(t, ns, "late-svc", "late-svc."+zoneTLS)
+	expectCondition(t, sd, networkv1alpha1.ConditionRouteReady, metav1.ConditionFalse, "ServiceNotFound")
+	newService(t, ns)
+	expectCondition(t, sd, networkv1alpha1.ConditionReady, metav1.ConditionTrue, "Ready")
+	NewWithT(t).Expect(k.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}})).To(Succeed())
+	expectCondition(t, sd, networkv1alpha1.ConditionRouteReady, metav1.ConditionFalse, "ServiceNotFound")
+	deleteAndWait(t, sd)
+}
+
 // A namespace that loses its zone (its label no longer matches allowedNamespaces)
 // has its ServiceDomain withdrawn: record, ownership TXT, route and claim removed,
 // status naming none of them; given the zone back, it is registered again.

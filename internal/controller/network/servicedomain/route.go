@@ -46,7 +46,7 @@ func (r *Reconciler) reconcileRoute(ctx context.Context, sd *networkv1alpha1.Ser
 // serviceNote is added to a ready route's message when the Service is missing.
 func (r *Reconciler) routeReady(sd *networkv1alpha1.ServiceDomain, obs *observation, reason, message string) {
 	if obs.serviceMissing {
-		obs.route.fail("ServiceNotFound", fmt.Sprintf("%s; but Service %s does not exist in namespace %s: create it (port %d), the route sends traffic to it", message, sd.Spec.Service.Name, sd.Namespace, sd.Spec.Service.Port))
+		obs.route.wait("ServiceNotFound", fmt.Sprintf("%s; but Service %s does not exist in namespace %s: create it (port %d), the route sends traffic to it", message, sd.Spec.Service.Name, sd.Namespace, sd.Spec.Service.Port), obs.serviceWatched)
 		return
 	}
 	obs.route.ok(reason, message)

@@ -46,6 +46,8 @@ type observation struct {
 
 	zone           *networkv1alpha1.DomainZone
 	serviceMissing bool
+	// serviceWatched: the Service's creation will wake the ServiceDomain.
+	serviceWatched bool
 
 	dns, cert, route part
 
@@ -62,7 +64,7 @@ func (o *observation) block(reason, message string) {
 }
 
 // requeue is when to look again: soon while something is pending that no watch
-// reports (a CRD being installed, a Service, the DNS server), now and then while
+// reports (a CRD being installed, the DNS server), now and then while
 // only watched things are pending, else at the zone's resync interval, when the
 // records are read back from the DNS server and repaired.
 func (o *observation) requeue(resync time.Duration) time.Duration {

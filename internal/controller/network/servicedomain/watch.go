@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,6 +47,12 @@ import (
 //     zones that name them (a Gateway's status also counts attached routes, which
 //     changes with every new route).
 
+//   - Services are the teams': a ServiceDomain only needs to know whether its Service
+//     exists, so a cache of their own holds every Service's name and nothing else, and
+//     only a Service's creation or deletion wakes the ServiceDomains that name it.
+//     (The manager's cache cannot: it holds only Orderly's Services, for Canary, and a
+//     metadata watch there would share that selection.)
+
 // cacheReadTimeout bounds a read from a watch's cache whose first list has not
 // finished (RBAC missing, a CRD just removed): the read falls back to the API server.
 const cacheReadTimeout = 5 * time.Second
@@ -56,11 +64,11 @@ const watchedRecheck = 2 * time.Minute
 // watches starts the watches on kinds found served at run time and reads from them.
 type watches struct {
 	// children caches what Orderly wrote for ServiceDomains; shared is the manager's
-	// cache, for Gateways.
-	children, shared cache.Cache
-	ctrl             controller.Controller
-	owner            handler.EventHandler
-	gateways         handler.EventHandler
+	// cache, for Gateways; services holds the names of all Services.
+	children, shared, services cache.Cache
+	ctrl                       controller.Controller
+	owner                      handler.EventHandler
+	gateways                   handler.EventHandler
 
 	mu      sync.Mutex
 	started map[schema.GroupKind]bool
@@ -86,6 +94,78 @@ func newChildrenCache(mgr ctrl.Manager) (cache.Cache, error) {
 		return nil, fmt.Errorf("building the cache of ServiceDomains' routes and certificates: %w", err)
 	}
 	return c, mgr.Add(c)
+}
+
+// newServicesCache is the cache of every Service's name and namespace (metadata
+// only, everything else dropped); it runs with the manager.
+func newServicesCache(mgr ctrl.Manager) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: nameOnly,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the cache of Service names: %w", err)
+	}
+	return c, mgr.Add(c)
+}
+
+// nameOnly keeps of an object's metadata what a cache needs to key and update it.
+func nameOnly(in any) (any, error) {
+	m, ok := in.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return in, nil
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+	}}, nil
+}
+
+// serviceObject is an empty Service for the services cache.
+func serviceObject() *metav1.PartialObjectMetadata {
+	svc := &metav1.PartialObjectMetadata{}
+	svc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
+	return svc
+}
+
+// serviceExists says whether Service key exists: from the services cache, or from
+// reader when the cache does not answer in time. watched is true when the answer
+// came from the cache, whose watch reports the Service's creation.
+func (w *watches) serviceExists(ctx context.Context, reader client.Reader, key client.ObjectKey) (exists, watched bool, err error) {
+	if w != nil {
+		cctx, cancel := context.WithTimeout(ctx, cacheReadTimeout)
+		err := w.services.Get(cctx, key, serviceObject())
+		cancel()
+		if err == nil || apierrors.IsNotFound(err) {
+			return err == nil, true, nil
+		}
+		log.FromContext(ctx).V(1).Info("The Services cache did not answer; reading from the API server", "error", err.Error())
+	}
+	err = reader.Get(ctx, key, serviceObject())
+	if apierrors.IsNotFound(err) {
+		return false, false, nil
+	}
+	return err == nil, false, err
+}
+
+// createdOrDeleted lets through creations and deletions only.
+func createdOrDeleted() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }, GenericFunc: func(event.GenericEvent) bool { return false }}
+}
+
+// domainsOfService maps a Service to the ServiceDomains of its namespace that name it.
+func (r *Reconciler) domainsOfService(ctx context.Context, o client.Object) []reconcile.Request {
+	var list networkv1alpha1.ServiceDomainList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "Listing ServiceDomains for Service", "service", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Spec.Service.Name == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
 }
 
 // watching is true once gk's watch has been started.
