@@ -427,17 +427,23 @@ type TenantResource struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Object *runtime.RawExtension `json:"object,omitempty"`
 
-	// from copies an existing object into the tenant's namespaces, under its own name,
-	// and keeps the copies as the source changes (at each reconcile of the Tenant). The
-	// source must carry the label tenancy.orderly.dev/shareable: "true": its owner opts
-	// in, so that no Tenant copies what was not meant to be shared. Its content (all
-	// but metadata and status) and its labels and annotations are copied, without
-	// templates.
+	// from copies an existing object (from.name), or every object a label selector
+	// matches in a namespace (from.selector), into the tenant's namespaces, each under
+	// its own name, and keeps the copies as the sources change. A source must carry
+	// the label tenancy.orderly.dev/shareable: "true": its owner opts in, so that no
+	// Tenant copies what was not meant to be shared. Its content (all but metadata
+	// and status) and its labels and annotations are copied, without templates.
 	// +optional
 	From *TenantResourceSource `json:"from,omitempty"`
 }
 
-// TenantResourceSource names the object a spec.resources entry copies.
+// MaxSelectedSources is how many sources one spec.resources entry copies with
+// from.selector; status.resources[].objectNames holds them.
+const MaxSelectedSources = 64
+
+// TenantResourceSource names the object, or selects the objects, a spec.resources
+// entry copies.
+// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="from needs exactly one of name and selector"
 type TenantResourceSource struct {
 	// apiVersion of the source, e.g. v1.
 	// +kubebuilder:validation:MinLength=1
@@ -452,9 +458,17 @@ type TenantResourceSource struct {
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace"`
 	// name of the source, and of its copies.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
+	// selector copies every object of the kind in namespace whose labels match (and
+	// that carries the shareable label), at most 64 of them, by name order: a source
+	// added to the selection is copied, and one that leaves it (relabelled, no longer
+	// shareable or deleted) has its copies removed. The manager needs list on the kind
+	// (docs/tenant.md).
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }
 
 // TenantAllowed lists what the tenant's workloads may use. Each list, when set,
@@ -648,14 +662,20 @@ type TenantStatus struct {
 type TenantResourceStatus struct {
 	// name of the entry.
 	Name string `json:"name"`
-	// apiVersion, kind and objectName of the object the entry applies.
+	// apiVersion, kind and objectName of the object the entry applies; objectName is
+	// empty for an entry with from.selector, whose objects are in objectNames.
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	ObjectName string `json:"objectName"`
+	// objectNames are the sources an entry with from.selector copies, by name.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	ObjectNames []string `json:"objectNames,omitempty"`
 	// namespaces is how many of the tenant's namespaces the entry is for (those its
 	// namespaceSelector matches).
 	Namespaces int32 `json:"namespaces"`
-	// applied is how many of them hold the object as declared.
+	// applied is how many of them hold the object (every selected object) as declared.
 	Applied int32 `json:"applied"`
 	// message says why the object is not in every namespace.
 	// +optional

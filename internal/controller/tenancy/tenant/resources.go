@@ -22,6 +22,7 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/csaupgrade"
@@ -70,6 +71,7 @@ const (
 	ReasonResourceApplyFailed   = "ResourceApplyFailed"
 	ReasonSourceNotFound        = "SourceNotFound"
 	ReasonSourceNotShared       = "SourceNotShared"
+	ReasonTooManySources        = "TooManySources"
 )
 
 // resourceOutcome is what reconcileResources found.
@@ -372,7 +374,7 @@ func (r *Reconciler) reconcileResources(ctx context.Context, t *tenancyv1alpha1.
 			// Not known this time (the entry cannot be rendered): its objects stay, and
 			// so does the record of what they are.
 			i := slices.IndexFunc(out.entries, func(e tenancyv1alpha1.TenantResourceStatus) bool { return e.Name == prev.Name })
-			out.entries[i].APIVersion, out.entries[i].Kind, out.entries[i].ObjectName = prev.APIVersion, prev.Kind, prev.ObjectName
+			out.entries[i].APIVersion, out.entries[i].Kind, out.entries[i].ObjectName, out.entries[i].ObjectNames = prev.APIVersion, prev.Kind, prev.ObjectName, prev.ObjectNames
 			continue
 		}
 		if ok && sameObject(now, prev) {
@@ -412,21 +414,49 @@ func sameObject(a, b tenancyv1alpha1.TenantResourceStatus) bool {
 	return ga.Group == gb.Group && a.Kind == b.Kind && a.ObjectName == b.ObjectName
 }
 
-// applyResource keeps one entry's object in every namespace. It returns the entry's
-// status, the problem that keeps it from some namespaces (nil when none), and an error
-// worth retrying.
+// entryProblem is why an entry is not applied somewhere that only a person can fix
+// (a grant, a CRD, the entry itself, someone else's object): reported, not retried.
+type entryProblem struct{ reason, message string }
+
+func (e *entryProblem) Error() string { return e.message }
+
+func problemf(reason, format string, args ...any) error {
+	return &entryProblem{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// objectNames are the names of the objects an entry's status row stands for.
+func objectNames(st tenancyv1alpha1.TenantResourceStatus) []string {
+	if len(st.ObjectNames) > 0 {
+		return st.ObjectNames
+	}
+	if st.ObjectName != "" {
+		return []string{st.ObjectName}
+	}
+	return nil
+}
+
+// applyResource keeps one entry's objects in every namespace. It returns the entry's
+// status, the problem that keeps them from some namespaces (nil when none), and an
+// error worth retrying.
 func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantResource, namespaces []tenantNamespace) (tenancyv1alpha1.TenantResourceStatus, *resourceProblem, error) {
 	st := tenancyv1alpha1.TenantResourceStatus{Name: entry.Name}
-	fail := func(reason, format string, args ...any) (tenancyv1alpha1.TenantResourceStatus, *resourceProblem, error) {
-		msg := fmt.Sprintf("resources[%s]: ", entry.Name) + fmt.Sprintf(format, args...)
+	err := r.keepEntry(ctx, t, entry, namespaces, &st)
+	var prob *entryProblem
+	switch {
+	case errors.As(err, &prob):
+		msg := fmt.Sprintf("resources[%s]: %s", entry.Name, prob.message)
 		st.Message = kit.Truncate(msg, namespaceMessageLimit)
-		return st, &resourceProblem{reason: reason, message: msg}, nil
-	}
-	// retry reports a failure worth retrying at once, and returns it as the error.
-	retry := func(err error) (tenancyv1alpha1.TenantResourceStatus, *resourceProblem, error) {
+		return st, &resourceProblem{reason: prob.reason, message: msg}, nil
+	case err != nil:
 		st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
 		return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, err
 	}
+	return st, nil, nil
+}
+
+// keepEntry does applyResource's work, filling st as it learns; an *entryProblem is
+// reported, any other error retried.
+func (r *Reconciler) keepEntry(ctx context.Context, t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantResource, namespaces []tenantNamespace, st *tenancyv1alpha1.TenantResourceStatus) error {
 	// What the object is: the source's identity, or the object's as rendered for no
 	// namespace in particular.
 	if f := entry.From; f != nil {
@@ -436,62 +466,156 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 		if err != nil {
 			// The namespace's name in a template can make the probe's render fail where a
 			// real one would not only through metadata.namespace, which is refused anyway.
-			return fail(ReasonInvalidResource, "%v", err)
+			return problemf(ReasonInvalidResource, "%v", err)
 		}
 		st.APIVersion, st.Kind, st.ObjectName = probe.GetAPIVersion(), probe.GetKind(), probe.GetName()
 	}
 	gv, err := schema.ParseGroupVersion(st.APIVersion)
 	if err != nil {
-		return fail(ReasonInvalidResource, "apiVersion %q: %v", st.APIVersion, err)
+		return problemf(ReasonInvalidResource, "apiVersion %q: %v", st.APIVersion, err)
 	}
 	gvk := gv.WithKind(st.Kind)
+	if f := entry.From; f != nil && f.Selector != nil {
+		// Until the selection is read again, the row keeps the names copied before,
+		// which a later removal needs.
+		if i := slices.IndexFunc(t.Status.Resources, func(p tenancyv1alpha1.TenantResourceStatus) bool { return p.Name == entry.Name }); i >= 0 && sameObject(t.Status.Resources[i], *st) {
+			st.ObjectNames = t.Status.Resources[i].ObjectNames
+		}
+	}
 	mapping, err := r.RESTMapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
 	case meta.IsNoMatchError(err):
-		return fail(ReasonKindNotFound, "the API server does not serve %s %s (is its CRD installed?)", gvk.Kind, gvk.GroupVersion())
+		return problemf(ReasonKindNotFound, "the API server does not serve %s %s (is its CRD installed?)", gvk.Kind, gvk.GroupVersion())
 	case err != nil:
-		return retry(fmt.Errorf("finding the resource of %s: %w", gvk, err))
+		return fmt.Errorf("finding the resource of %s: %w", gvk, err)
 	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
-		return fail(ReasonInvalidResource, "%s is cluster-scoped: resources holds objects that live in namespaces", gvk.Kind)
+		return problemf(ReasonInvalidResource, "%s is cluster-scoped: resources holds objects that live in namespaces", gvk.Kind)
 	}
 	r.resourceWatches.ensure(ctx, gvk, mapping.Resource, watchCopies)
 	if entry.From != nil {
 		r.resourceWatches.ensure(ctx, gvk, mapping.Resource, watchSources)
 	}
-	var src *unstructured.Unstructured
+	// The objects to keep: the rendered one (nil: rendered per namespace), or the sources.
+	sources := []*unstructured.Unstructured{nil}
+	var tooMany error
 	if f := entry.From; f != nil {
-		src = &unstructured.Unstructured{}
-		src.SetGroupVersionKind(gvk)
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Name}, src)
-		switch {
-		case apierrors.IsNotFound(err):
-			return fail(ReasonSourceNotFound, "the source %s %s/%s does not exist: its copies are kept as they are until it is back or the entry is removed", f.Kind, f.Namespace, f.Name)
-		case apierrors.IsForbidden(err):
-			return fail(ReasonKindNotAllowed, "the manager may not read %s in namespace %s (the source): the platform allows a kind with a ClusterRole labelled %s=true (docs/tenant.md)", mapping.Resource.GroupResource(), f.Namespace, tenancyv1alpha1.ResourcesAggregationLabel)
-		case err != nil:
-			return retry(fmt.Errorf("reading the source %s %s/%s: %w", f.Kind, f.Namespace, f.Name, err))
-		case src.GetLabels()[tenancyv1alpha1.ShareableLabel] != "true":
-			// Not shared, or no longer: copies made while it was are withdrawn too.
-			if _, err := r.removeResource(ctx, t, st, namesOf(namespaces)); err != nil {
-				return retry(err)
-			}
-			return fail(ReasonSourceNotShared, "the source %s %s/%s is not labelled %s=true: its owner has not agreed to share it, so it is not copied (and copies made while it was are removed)", f.Kind, f.Namespace, f.Name, tenancyv1alpha1.ShareableLabel)
+		if f.Selector != nil {
+			sources, tooMany, err = r.selectSources(ctx, t, f, gvk, mapping, namespaces, st)
+		} else {
+			sources, err = r.namedSource(ctx, t, f, gvk, mapping, namespaces, *st)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	targets, err := selectNamespaces(entry.NamespaceSelector, namespaces)
 	if err != nil {
-		return fail(ReasonInvalidResource, "namespaceSelector: %v", err)
+		return problemf(ReasonInvalidResource, "namespaceSelector: %v", err)
 	}
 	st.Namespaces = int32(len(targets))
-	// Namespaces the selector no longer matches lose the entry's object.
+	// Namespaces the selector no longer matches lose the entry's objects.
 	others := slices.DeleteFunc(namesOf(namespaces), func(name string) bool {
 		return slices.ContainsFunc(targets, func(ns tenantNamespace) bool { return ns.name == name })
 	})
-	if _, err := r.removeResource(ctx, t, st, others); err != nil {
-		return retry(err)
+	if _, err := r.removeResource(ctx, t, *st, others); err != nil {
+		return err
 	}
-
+	missing := map[string]bool{}
 	var conflicts []string
+	for _, src := range sources {
+		done, clash, err := r.keepObject(ctx, t, entry, gvk, mapping, src, targets)
+		if err != nil {
+			return err
+		}
+		for _, ns := range targets {
+			if !done[ns.name] {
+				missing[ns.name] = true
+			}
+		}
+		conflicts = append(conflicts, clash...)
+	}
+	st.Applied = st.Namespaces - int32(len(missing))
+	if len(conflicts) > 0 {
+		return problemf(ReasonResourceConflict, "%s %s and was not applied by this Tenant: left alone (delete or rename it to let Orderly apply the declared one)",
+			gvk.Kind, strings.Join(conflicts, ", "))
+	}
+	return tooMany
+}
+
+// namedSource reads the source from.name names. One that is not shareable (any
+// more) has the copies made while it was removed.
+func (r *Reconciler) namedSource(ctx context.Context, t *tenancyv1alpha1.Tenant, f *tenancyv1alpha1.TenantResourceSource, gvk schema.GroupVersionKind, mapping *meta.RESTMapping, namespaces []tenantNamespace, st tenancyv1alpha1.TenantResourceStatus) ([]*unstructured.Unstructured, error) {
+	src := &unstructured.Unstructured{}
+	src.SetGroupVersionKind(gvk)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Name}, src)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, problemf(ReasonSourceNotFound, "the source %s %s/%s does not exist: its copies are kept as they are until it is back or the entry is removed", f.Kind, f.Namespace, f.Name)
+	case apierrors.IsForbidden(err):
+		return nil, problemf(ReasonKindNotAllowed, "the manager may not read %s in namespace %s (the source): the platform allows a kind with a ClusterRole labelled %s=true (docs/tenant.md)", mapping.Resource.GroupResource(), f.Namespace, tenancyv1alpha1.ResourcesAggregationLabel)
+	case err != nil:
+		return nil, fmt.Errorf("reading the source %s %s/%s: %w", f.Kind, f.Namespace, f.Name, err)
+	case src.GetLabels()[tenancyv1alpha1.ShareableLabel] != "true":
+		// Not shared, or no longer: copies made while it was are withdrawn too.
+		if _, err := r.removeResource(ctx, t, st, namesOf(namespaces)); err != nil {
+			return nil, err
+		}
+		return nil, problemf(ReasonSourceNotShared, "the source %s %s/%s is not labelled %s=true: its owner has not agreed to share it, so it is not copied (and copies made while it was are removed)", f.Kind, f.Namespace, f.Name, tenancyv1alpha1.ShareableLabel)
+	}
+	return []*unstructured.Unstructured{src}, nil
+}
+
+// selectSources lists the shareable objects from.selector matches, at most
+// MaxSelectedSources by name, records their names in st, and removes the copies of
+// sources that left the selection. tooMany reports a selection that was cut.
+func (r *Reconciler) selectSources(ctx context.Context, t *tenancyv1alpha1.Tenant, f *tenancyv1alpha1.TenantResourceSource, gvk schema.GroupVersionKind, mapping *meta.RESTMapping, namespaces []tenantNamespace, st *tenancyv1alpha1.TenantResourceStatus) (sources []*unstructured.Unstructured, tooMany, err error) {
+	sel, err := metav1.LabelSelectorAsSelector(f.Selector)
+	if err != nil {
+		return nil, nil, problemf(ReasonInvalidResource, "from.selector: %v", err)
+	}
+	shareable, err := k8slabels.NewRequirement(tenancyv1alpha1.ShareableLabel, selection.Equals, []string{"true"})
+	if err != nil {
+		return nil, nil, err
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	err = r.APIReader.List(ctx, list, client.InNamespace(f.Namespace), client.MatchingLabelsSelector{Selector: sel.Add(*shareable)})
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, nil, problemf(ReasonKindNotAllowed, "the manager may not list %s in namespace %s (the sources): from.selector needs list on the kind besides get; the platform allows it with a ClusterRole labelled %s=true (docs/tenant.md)", mapping.Resource.GroupResource(), f.Namespace, tenancyv1alpha1.ResourcesAggregationLabel)
+	case err != nil:
+		return nil, nil, fmt.Errorf("listing the sources %s in %s: %w", f.Kind, f.Namespace, err)
+	}
+	items := list.Items
+	slices.SortFunc(items, func(a, b unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+	if len(items) > tenancyv1alpha1.MaxSelectedSources {
+		tooMany = problemf(ReasonTooManySources, "from.selector matches %d shareable %s in %s: only the first %d by name are copied; narrow the selector or split the entry",
+			len(items), mapping.Resource.Resource, f.Namespace, tenancyv1alpha1.MaxSelectedSources)
+		items = items[:tenancyv1alpha1.MaxSelectedSources]
+	}
+	names := make([]string, 0, len(items))
+	for i := range items {
+		sources = append(sources, &items[i])
+		names = append(names, items[i].GetName())
+	}
+	// Sources that left the selection (relabelled, no longer shareable, deleted):
+	// their copies go.
+	gone := *st
+	gone.ObjectName, gone.ObjectNames = "", slices.DeleteFunc(slices.Clone(st.ObjectNames), func(n string) bool { return slices.Contains(names, n) })
+	if _, err := r.removeResource(ctx, t, gone, namesOf(namespaces)); err != nil {
+		return nil, nil, err
+	}
+	st.ObjectNames = names
+	return sources, tooMany, nil
+}
+
+// keepObject keeps one object of an entry (src's copy, or the entry's rendered object
+// when src is nil) in targets. done holds the namespaces where it is as declared;
+// clash describes where someone else's object of the name is in the way.
+func (r *Reconciler) keepObject(ctx context.Context, t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantResource, gvk schema.GroupVersionKind, mapping *meta.RESTMapping, src *unstructured.Unstructured, targets []tenantNamespace) (done map[string]bool, clash []string, err error) {
+	done = map[string]bool{}
+	var conflicts []string
+	var name string
 	for _, target := range targets {
 		ns := target.name
 		var want *unstructured.Unstructured
@@ -501,27 +625,28 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 			want, err = renderResource(t, entry, ns)
 		}
 		if err != nil {
-			return fail(ReasonInvalidResource, "%v", err)
+			return nil, nil, problemf(ReasonInvalidResource, "%v", err)
 		}
+		name = want.GetName()
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(gvk)
 		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), live)
 		switch {
 		case apierrors.IsForbidden(err):
-			return fail(ReasonKindNotAllowed, "the manager may not read %s in namespace %s: the platform allows a kind with a ClusterRole labelled %s=true (docs/tenant.md)", mapping.Resource.GroupResource(), ns, tenancyv1alpha1.ResourcesAggregationLabel)
+			return nil, nil, problemf(ReasonKindNotAllowed, "the manager may not read %s in namespace %s: the platform allows a kind with a ClusterRole labelled %s=true (docs/tenant.md)", mapping.Resource.GroupResource(), ns, tenancyv1alpha1.ResourcesAggregationLabel)
 		case apierrors.IsNotFound(err):
 			// A create, not an apply: it fails when someone made the object in the
 			// meantime, whose object is then never written over.
 			err = r.createResource(ctx, want)
 		case err != nil:
-			return retry(fmt.Errorf("reading %s %s/%s: %w", gvk.Kind, ns, want.GetName(), err))
+			return nil, nil, fmt.Errorf("reading %s %s/%s: %w", gvk.Kind, ns, want.GetName(), err)
 		case !isOursFor(live, t, entry.Name):
 			conflicts = append(conflicts, ns)
 			continue
 		default:
 			sameEntry := live.GetAnnotations()[resourceHashAnnotation] == want.GetAnnotations()[resourceHashAnnotation]
 			if sameEntry && holds(live.Object, want.Object) {
-				st.Applied++
+				done[ns] = true
 				continue
 			}
 			// Ours, and changed by the entry or by hand: applied over. live's UID makes
@@ -535,24 +660,23 @@ func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenan
 		}
 		switch {
 		case apierrors.IsForbidden(err):
-			return fail(ReasonKindNotAllowed, "the manager may not write %s in namespace %s: %v; the platform allows a kind with a ClusterRole labelled %s=true (docs/tenant.md)", mapping.Resource.GroupResource(), ns, apiMessage(err), tenancyv1alpha1.ResourcesAggregationLabel)
+			return nil, nil, problemf(ReasonKindNotAllowed, "the manager may not write %s in namespace %s: %v; the platform allows a kind with a ClusterRole labelled %s=true (docs/tenant.md)", mapping.Resource.GroupResource(), ns, apiMessage(err), tenancyv1alpha1.ResourcesAggregationLabel)
 		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-			return fail(ReasonInvalidResource, "the API server refused the object in namespace %s: %v", ns, apiMessage(err))
+			return nil, nil, problemf(ReasonInvalidResource, "the API server refused the object in namespace %s: %v", ns, apiMessage(err))
 		case apierrors.IsConflict(err):
 			// Made by someone else between the read and the apply, or changed since read.
 			conflicts = append(conflicts, ns)
 		case err != nil:
-			return retry(fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, ns, want.GetName(), err))
+			return nil, nil, fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, ns, want.GetName(), err)
 		default:
-			st.Applied++
+			done[ns] = true
 			log.FromContext(ctx).V(1).Info("Applied tenant resource", "entry", entry.Name, "kind", gvk.Kind, "namespace", ns, "name", want.GetName())
 		}
 	}
 	if len(conflicts) > 0 {
-		return fail(ReasonResourceConflict, "%s %s exists in %s and was not applied by this Tenant: left alone (delete or rename it to let Orderly apply the declared one)",
-			gvk.Kind, st.ObjectName, strings.Join(conflicts, ", "))
+		clash = []string{fmt.Sprintf("%s exists in %s", name, strings.Join(conflicts, ", "))}
 	}
-	return st, nil, nil
+	return done, clash, nil
 }
 
 // createResource creates obj, then records the fields it set as applied rather than
@@ -584,8 +708,8 @@ func apiMessage(err error) string {
 	return err.Error()
 }
 
-// removeResource deletes the object of a former entry from namespaces, where it is
-// Orderly's. It returns how many remain when it fails.
+// removeResource deletes the objects of entry row prev from namespaces, where they
+// are Orderly's. It returns in how many namespaces some remain when it fails.
 func (r *Reconciler) removeResource(ctx context.Context, t *tenancyv1alpha1.Tenant, prev tenancyv1alpha1.TenantResourceStatus, namespaces []string) (int, error) {
 	for i, ns := range namespaces {
 		if err := r.deleteResourceIn(ctx, t, prev, ns); err != nil {
@@ -595,27 +719,30 @@ func (r *Reconciler) removeResource(ctx context.Context, t *tenancyv1alpha1.Tena
 	return 0, nil
 }
 
-// deleteResourceIn deletes the object of entry prev from namespace ns, if it is Orderly's.
+// deleteResourceIn deletes the objects of entry row prev from namespace ns, where
+// they are Orderly's.
 func (r *Reconciler) deleteResourceIn(ctx context.Context, t *tenancyv1alpha1.Tenant, prev tenancyv1alpha1.TenantResourceStatus, ns string) error {
-	if prev.APIVersion == "" || prev.Kind == "" || prev.ObjectName == "" {
+	if prev.APIVersion == "" || prev.Kind == "" {
 		return nil // never applied: it could not be rendered
 	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(prev.APIVersion, prev.Kind))
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: prev.ObjectName}, obj)
-	switch {
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading %s %s/%s: %w", prev.Kind, ns, prev.ObjectName, err)
-	case !isOursFor(obj, t, prev.Name) || !obj.DeletionTimestamp.IsZero():
-		return nil
+	for _, name := range objectNames(prev) {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(prev.APIVersion, prev.Kind))
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+		switch {
+		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("reading %s %s/%s: %w", prev.Kind, ns, name, err)
+		case !isOursFor(obj, t, prev.Name) || !obj.DeletionTimestamp.IsZero():
+			continue
+		}
+		uid := obj.UID
+		if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s %s/%s: %w", prev.Kind, ns, name, err)
+		}
+		log.FromContext(ctx).Info("Deleted tenant resource", "entry", prev.Name, "kind", prev.Kind, "namespace", ns, "name", name)
 	}
-	uid := obj.UID
-	if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting %s %s/%s: %w", prev.Kind, ns, prev.ObjectName, err)
-	}
-	log.FromContext(ctx).Info("Deleted tenant resource", "entry", prev.Name, "kind", prev.Kind, "namespace", ns, "name", prev.ObjectName)
 	return nil
 }
 

@@ -206,6 +206,8 @@ func TestTenantResourcesProblems(t *testing.T) {
 		"set exactly one of object and from": {Name: "x", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`)},
 			From: &tenancyv1alpha1.TenantResourceSource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "b"}},
 		"declared in its own fields": {Name: "x", From: &tenancyv1alpha1.TenantResourceSource{APIVersion: "v1", Kind: "Namespace", Namespace: "a", Name: "b"}},
+		"from needs exactly one of name and selector": {Name: "x", From: &tenancyv1alpha1.TenantResourceSource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "b",
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}}},
 	} {
 		t.Run("api refuses: "+name, func(t *testing.T) {
 			tn := newTenant("respv", "respv").t
@@ -324,4 +326,82 @@ func TestTenantResourcesSelectAndCopy(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		g.Expect(configMap(g, "sel-prod", "company-ca").Data).To(HaveKeyWithValue("ca.crt", "two"))
 	}, 2*time.Second, poll).Should(Succeed())
+}
+
+// from.selector: every shareable object the selector matches is copied, and the
+// copies follow the selection (through the sources' watch: nothing else wakes the
+// Tenant here); someone else's object of a copy's name is left alone and reported;
+// removing the entry removes only Orderly's copies.
+func TestTenantResourcesCopyBySelector(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bundle-src"}})).To(Succeed())
+	source := func(name string, labels map[string]string) *corev1.ConfigMap {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "bundle-src", Name: name, Labels: labels}, Data: map[string]string{"from": name}}
+		g.Expect(k.Create(ctx, cm)).To(Succeed())
+		return cm
+	}
+	shared := map[string]string{tenancyv1alpha1.ShareableLabel: "true", "bundle": "obs"}
+	a := source("alerts-a", shared)
+	b := source("alerts-b", shared)
+	c := source("alerts-c", map[string]string{"bundle": "obs"}) // not shared (yet)
+	source("other", map[string]string{tenancyv1alpha1.ShareableLabel: "true", "bundle": "x"})
+
+	bt := newTenant("bun", "bun-one", "bun-two")
+	bt.t.Spec.Resources = []tenancyv1alpha1.TenantResource{{Name: "obs", From: &tenancyv1alpha1.TenantResourceSource{
+		APIVersion: "v1", Kind: "ConfigMap", Namespace: "bundle-src", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"bundle": "obs"}}}}}
+	tn := bt.create(t)
+	absent := func(g Gomega, ns, name string) {
+		err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s/%s: %v", ns, name, err)
+	}
+	row := func(g Gomega) tenancyv1alpha1.TenantResourceStatus {
+		got := getTenant(g, tn.Name)
+		g.Expect(got.Status.Resources).To(HaveLen(1))
+		return got.Status.Resources[0]
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(resourcesCondition(g, tn.Name).Status).To(Equal(metav1.ConditionTrue))
+		for _, ns := range []string{"bun-one", "bun-two"} {
+			g.Expect(configMap(g, ns, "alerts-a").Data).To(HaveKeyWithValue("from", "alerts-a"))
+			g.Expect(configMap(g, ns, "alerts-b").Data).To(HaveKeyWithValue("from", "alerts-b"))
+			absent(g, ns, "alerts-c")
+			absent(g, ns, "other")
+		}
+		st := row(g)
+		g.Expect(st.ObjectNames).To(Equal([]string{"alerts-a", "alerts-b"}))
+		g.Expect(st.Namespaces).To(BeEquivalentTo(2))
+		g.Expect(st.Applied).To(BeEquivalentTo(2))
+	}, timeout, poll).Should(Succeed())
+
+	// alerts-c is shared, but bun-two already has a ConfigMap of that name that is
+	// not Orderly's: copied to bun-one only, reported, the other left as it is.
+	g.Expect(k.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "bun-two", Name: "alerts-c"}, Data: map[string]string{"mine": "yes"}})).To(Succeed())
+	c.Labels[tenancyv1alpha1.ShareableLabel] = "true"
+	g.Expect(k.Update(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cond := resourcesCondition(g, tn.Name)
+		g.Expect(cond.Reason).To(Equal(ReasonResourceConflict), cond.Message)
+		g.Expect(cond.Message).To(ContainSubstring("alerts-c exists in bun-two"))
+		g.Expect(configMap(g, "bun-one", "alerts-c").Data).To(HaveKeyWithValue("from", "alerts-c"))
+		g.Expect(row(g).Applied).To(BeEquivalentTo(1))
+	}, timeout, poll).Should(Succeed())
+	g.Expect(configMap(g, "bun-two", "alerts-c").Data).To(Equal(map[string]string{"mine": "yes"}))
+
+	// alerts-a leaves the selection and alerts-b is deleted: their copies go.
+	a.Labels["bundle"] = "retired"
+	g.Expect(k.Update(ctx, a)).To(Succeed())
+	g.Expect(k.Delete(ctx, b)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, ns := range []string{"bun-one", "bun-two"} {
+			absent(g, ns, "alerts-a")
+			absent(g, ns, "alerts-b")
+		}
+		g.Expect(row(g).ObjectNames).To(Equal([]string{"alerts-c"}))
+	}, timeout, poll).Should(Succeed())
+
+	// The entry goes: Orderly's copy goes, the hand-made one stays.
+	updateTenant(t, tn.Name, func(cur *tenancyv1alpha1.Tenant) { cur.Spec.Resources = nil })
+	g.Eventually(func(g Gomega) { absent(g, "bun-one", "alerts-c") }, timeout, poll).Should(Succeed())
+	g.Expect(configMap(g, "bun-two", "alerts-c").Data).To(Equal(map[string]string{"mine": "yes"}))
 }

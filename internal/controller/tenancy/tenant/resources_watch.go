@@ -34,7 +34,7 @@ import (
 //     a deletion brings their Tenant back at once, not at the next resync;
 //   - sources: objects labelled tenancy.orderly.dev/shareable=true. Any change of one,
 //     and its owner removing the label (it leaves the selection), brings back every
-//     Tenant that copies it.
+//     Tenant that copies it, by name or by a selector in its namespace.
 //
 // A watch needs list and watch on the kind across namespaces, which the platform's
 // allow-list may not grant: the manager asks first (SelfSubjectAccessReview) and,
@@ -162,7 +162,8 @@ func (w *resourceWatches) mayListAndWatch(ctx context.Context, resource schema.G
 }
 
 // tenantsCopying maps a shareable object of kind gk to every Tenant with an entry
-// copying it.
+// copying it: by name, or by a selector in its namespace (whether the selector
+// matches is the reconcile's to judge: the object may just have left the selection).
 func (r *Reconciler) tenantsCopying(ctx context.Context, gk schema.GroupKind, o client.Object) []reconcile.Request {
 	var list tenancyv1alpha1.TenantList
 	if err := r.List(ctx, &list); err != nil {
@@ -173,7 +174,7 @@ func (r *Reconciler) tenantsCopying(ctx context.Context, gk schema.GroupKind, o 
 	for i := range list.Items {
 		for _, e := range list.Items[i].Spec.Resources {
 			f := e.From
-			if f == nil || f.Kind != gk.Kind || f.Namespace != o.GetNamespace() || f.Name != o.GetName() {
+			if f == nil || f.Kind != gk.Kind || f.Namespace != o.GetNamespace() || (f.Selector == nil && f.Name != o.GetName()) {
 				continue
 			}
 			if gv, err := schema.ParseGroupVersion(f.APIVersion); err == nil && gv.Group == gk.Group {
