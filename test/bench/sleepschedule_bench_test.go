@@ -542,6 +542,7 @@ func BenchmarkSleepSchedule(b *testing.B) {
 	}
 	perNS := e.runSchedules(ctx, b, many, sleepAt)
 	peakMany := peakRSS(e.mgr.pid)
+	anonMany, fileMany := procStatus(e.mgr.pid, "RssAnon:"), procStatus(e.mgr.pid, "RssFile:")
 	cpu := cpuSeconds(e.mgr.pid)
 	// What of the resident memory is the Go heap (in use, and what the runtime holds).
 	heapInuse, heapSys := scrapeCounter(e.mgr.metricsURL, "go_memstats_heap_inuse_bytes"), scrapeCounter(e.mgr.metricsURL, "go_memstats_heap_sys_bytes")
@@ -614,6 +615,7 @@ func BenchmarkSleepSchedule(b *testing.B) {
 	fmt.Printf("  manager memory: %.1f MiB at start; peak (VmHWM) %.1f MiB after one schedule, %.1f MiB after 200 (kube-green: 74-77 MB = 70.6-73.4 MiB)\n",
 		mib(startRSS), mib(peakOne), mib(peakMany))
 	fmt.Printf("  Go heap after the 200 schedules: %.1f MiB in use, %.1f MiB held from the OS\n", heapInuse/(1<<20), heapSys/(1<<20))
+	fmt.Printf("  resident after the 200 schedules: %.1f MiB anonymous (heap, stacks), %.1f MiB file-backed (the binary's code and read-only data)\n", mib(anonMany), mib(fileMany))
 	if extra > 0 {
 		fmt.Printf("  manager memory with %d Deployments cached: %.1f MiB once ready, peak %.1f MiB, %.1f MiB after 30 s\n", memoryWorkloads, mib(memStart), mib(memPeak), mib(memSettled))
 	}

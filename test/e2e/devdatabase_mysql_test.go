@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,8 +40,9 @@ func openDSN(dsn string) (*sql.DB, error) {
 
 // TestDevDatabaseOnRealMariaDB: a DatabaseServer with engine mysql; a DevDatabase's
 // Secret logs in to the real MariaDB with its DSN and works in its database, and
-// reaches no other; deleting the DevDatabase kills its session and drops database
-// and user.
+// reaches no other; a second one, with init SQL from a ConfigMap, a ReadOnly user and
+// a secretTemplate, is seeded and its reader logs in with the rendered DSN, reads and
+// cannot write; deleting a DevDatabase kills its session and drops database and user.
 func TestDevDatabaseOnRealMariaDB(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -63,14 +65,36 @@ func TestDevDatabaseOnRealMariaDB(t *testing.T) {
 	g.Expect(c.Create(ctx, server)).To(Succeed())
 	t.Cleanup(func() { _ = c.Delete(context.Background(), server) })
 
+	g.Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "schema"}, Data: map[string]string{
+		"init.sql": "CREATE TABLE products (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(50) NOT NULL);\nINSERT INTO products (name) VALUES ('tea'), ('coffee');\n",
+	}})).To(Succeed())
 	start := time.Now()
-	for _, name := range []string{"app", "other"} {
-		g.Expect(c.Create(ctx, &datav1alpha1.DevDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: datav1alpha1.DevDatabaseSpec{ServerRef: "e2e-maria"}})).To(Succeed())
-	}
+	g.Expect(c.Create(ctx, &datav1alpha1.DevDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+		Spec: datav1alpha1.DevDatabaseSpec{ServerRef: "e2e-maria"}})).To(Succeed())
+	g.Expect(c.Create(ctx, &datav1alpha1.DevDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"},
+		Spec: datav1alpha1.DevDatabaseSpec{
+			ServerRef:      "e2e-maria",
+			Users:          []datav1alpha1.DevDatabaseUser{{Name: "reporting", Access: datav1alpha1.UserAccessReadOnly}},
+			SecretTemplate: map[string]string{"GO_DSN": "{{.Username}}:{{.Password}}@tcp({{.Host}}:{{.Port}})/{{.Database}}"},
+			Init:           &datav1alpha1.DevDatabaseInit{ConfigMapRef: datav1alpha1.ConfigMapKeyReference{Name: "schema", Key: "init.sql"}},
+		}})).To(Succeed())
 	app := waitDevDBReason(g, c, ns, "app", "Ready")
 	other := waitDevDBReason(g, c, ns, "other", "Ready")
-	t.Logf("two MariaDB DevDatabases ready in %s", time.Since(start).Round(time.Millisecond))
+	g.Expect(meta.IsStatusConditionTrue(other.Status.Conditions, datav1alpha1.ConditionInitialized)).To(BeTrue())
+	t.Logf("two MariaDB DevDatabases ready (one seeded, with a user) in %s", time.Since(start).Round(time.Millisecond))
+
+	// The ReadOnly user logs in with its rendered DSN, reads the seeded table, and
+	// cannot write.
+	var reporting corev1.Secret
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "other-reporting"}, &reporting)).To(Succeed())
+	reader, err := openDSN(string(reporting.Data["GO_DSN"]))
+	g.Expect(err).NotTo(HaveOccurred())
+	defer reader.Close()
+	var products int
+	g.Expect(reader.QueryRowContext(ctx, "SELECT COUNT(*) FROM products").Scan(&products)).To(Succeed())
+	g.Expect(products).To(Equal(2))
+	_, err = reader.ExecContext(ctx, "INSERT INTO products (name) VALUES ('cake')")
+	g.Expect(err).To(MatchError(ContainSubstring("denied")))
 	g.Expect(len(app.Status.Role)).To(BeNumerically("<=", 32))
 
 	var sec, otherSec corev1.Secret
@@ -125,7 +149,7 @@ func TestDevDatabaseOnRealMariaDB(t *testing.T) {
 	// The manager never logged a password.
 	logs, err := os.ReadFile(managerLog)
 	g.Expect(err).NotTo(HaveOccurred())
-	for _, s := range []*corev1.Secret{&sec, &otherSec} {
+	for _, s := range []*corev1.Secret{&sec, &otherSec, &reporting} {
 		g.Expect(strings.Contains(string(logs), string(s.Data[datav1alpha1.SecretKeyPassword]))).To(BeFalse())
 	}
 	g.Expect(strings.Contains(string(logs), maria.Password)).To(BeFalse())
