@@ -1,8 +1,8 @@
 // Package placement is the PlacementPolicy controller: it places workloads of a
 // namespace on member clusters chosen from the ClusterProfile inventory, with
-// server-side apply under its own field manager, one work queue per member, health
-// probes written back to the ClusterProfiles, failover after a hysteresis and a
-// paced return.
+// server-side apply under its own field manager, one work queue and one watch on
+// its copies per member, health probes written back to the ClusterProfiles,
+// failover after a hysteresis and a paced return.
 package placement
 
 import (
@@ -58,7 +58,7 @@ const finalizer = "fleet.orderly.dev/placement"
 // +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps;services;serviceaccounts,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Controller is the PlacementPolicy controller as the manager runs it.
@@ -86,7 +86,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 		pp := &fleetv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 		select {
 		case events <- event.GenericEvent{Object: pp}:
-		default: // full: the member's next resync reports again
+		default: // full (4096 waiting): the status catches up at the policy's next reconcile
 		}
 	}
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: clusterinventoryv1alpha1.Group, Kind: clusterinventoryv1alpha1.ClusterProfileKind}); err != nil {
@@ -121,16 +121,51 @@ func Cache() kit.CacheRules {
 
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, events <-chan event.GenericEvent) error {
+	hub, err := newHubCache(mgr)
+	if err != nil {
+		return err
+	}
+	inNamespace := handler.EnqueueRequestsFromMapFunc(r.policiesInNamespace)
+	workloadChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(opts).
 		For(&fleetv1alpha1.PlacementPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&clusterinventoryv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies)).
-		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.policiesInNamespace), builder.OnlyMetadata,
-			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.policiesInNamespace), builder.OnlyMetadata).
+		// The placeable kinds on the hub, by metadata: a change reaches the members at
+		// once. Services and Secrets come from a cache of their own (hubCache).
+		Watches(&appsv1.Deployment{}, inNamespace, builder.OnlyMetadata, workloadChanged).
+		Watches(&appsv1.StatefulSet{}, inNamespace, builder.OnlyMetadata, workloadChanged).
+		Watches(&corev1.ConfigMap{}, inNamespace, builder.OnlyMetadata).
+		Watches(&corev1.ServiceAccount{}, inNamespace, builder.OnlyMetadata).
+		WatchesRawSource(source.Kind(hub, client.Object(hubObject("Service")), inNamespace)).
+		WatchesRawSource(source.Kind(hub, client.Object(hubObject("Secret")), inNamespace)).
 		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
 		Complete(r)
+}
+
+// newHubCache is a cache of the metadata (without managed fields) of every Service
+// and Secret on the hub; it runs with the manager. The manager's cache holds those
+// kinds only as other controllers narrowed them (Orderly's Services for Canary,
+// DevDatabase connection Secrets), and a metadata watch there would share that
+// narrowing. A Secret's metadata carries its resourceVersion, so a change of its data
+// is seen too, without its data ever being held.
+func newHubCache(mgr ctrl.Manager) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the cache of the hub's Services and Secrets: %w", err)
+	}
+	return c, mgr.Add(c)
+}
+
+// hubObject is an empty metadata-only object of a core kind, for the hub cache.
+func hubObject(kind string) *metav1.PartialObjectMetadata {
+	o := &metav1.PartialObjectMetadata{}
+	o.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	return o
 }
 
 func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []reconcile.Request {

@@ -44,6 +44,12 @@ const (
 	ReasonReadyzOK      = "ReadyzOK"
 	ReasonReadyzFailed  = "ReadyzFailed"
 	ReasonNoCredentials = "CredentialsInvalid"
+
+	// ConditionCopiesWatched says whether Orderly watches its copies on the member
+	// or, refused, relies on the short resync there.
+	ConditionCopiesWatched = "fleet.orderly.dev/CopiesWatched"
+	ReasonWatching         = "Watching"
+	ReasonWatchRefused     = "WatchRefused"
 )
 
 // HealthReconciler connects to each ClusterProfile that names a kubeconfig Secret,
@@ -99,7 +105,37 @@ func (r *HealthReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	} else {
 		clusterHealthy.WithLabelValues(cp.Name).Set(1)
 	}
-	return ctrl.Result{RequeueAfter: ProbeInterval}, r.writeHealth(ctx, &cp, status, reason, msg)
+	if err := r.writeHealth(ctx, &cp, status, reason, msg); err != nil || status != metav1.ConditionTrue {
+		return ctrl.Result{RequeueAfter: ProbeInterval}, err
+	}
+	return ctrl.Result{RequeueAfter: ProbeInterval}, r.writeWatched(ctx, &cp, m)
+}
+
+// writeWatched reports on the profile whether the member's copies are watched,
+// once that is known (every watch listed, or one refused), when it changed.
+func (r *HealthReconciler) writeWatched(ctx context.Context, cp *clusterinventoryv1alpha1.ClusterProfile, m *memberSyncer) error {
+	refused, synced := m.watchState()
+	status, reason, msg := metav1.ConditionTrue, ReasonWatching, "Orderly watches its copies on this cluster: an edit, a deletion or a readiness change there is handled at once."
+	switch {
+	case len(refused) > 0:
+		status, reason = metav1.ConditionFalse, ReasonWatchRefused
+		msg = fmt.Sprintf("The cluster refuses the kubeconfig's identity list or watch on %s (403): changes there are noticed by the resync every %s instead of at once. Grant it list and watch on the placed kinds in the admitted namespaces.",
+			strings.Join(refused, ", "), FallbackResync)
+	case !synced:
+		return nil
+	}
+	if c := meta.FindStatusCondition(cp.Status.Conditions, ConditionCopiesWatched); c != nil && c.Status == status && c.Reason == reason && c.Message == msg {
+		return nil
+	}
+	return kit.PatchStatus(ctx, r.Client, r.APIReader, cp, func(o *clusterinventoryv1alpha1.ClusterProfile) {
+		if o.Status.Conditions == nil {
+			o.Status.Conditions = []metav1.Condition{}
+		}
+		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{
+			Type: ConditionCopiesWatched, Status: status, Reason: reason, Message: kit.Truncate(msg, 1024),
+			ObservedGeneration: o.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
+		})
+	})
 }
 
 // connect reads the member's kubeconfig Secret and returns its syncer.

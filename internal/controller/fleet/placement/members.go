@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -34,9 +35,13 @@ var (
 	RequestTimeout = 10 * time.Second
 	// SyncTimeout bounds one policy's sync on one member.
 	SyncTimeout = 30 * time.Second
-	// Resync is how often each policy's objects are applied to each member again,
-	// which repairs drift there (an object edited or deleted on the member).
-	Resync = 30 * time.Second
+	// Resync is how often each policy's objects are applied to each member again
+	// (jittered up to half as much again): a safety net, since the member's copies
+	// are watched (watch.go).
+	Resync = 5 * time.Minute
+	// FallbackResync replaces Resync on a member that refuses the watches (403):
+	// there it is the only way drift and readiness are noticed.
+	FallbackResync = 30 * time.Second
 )
 
 // placedKinds are the kinds a PlacementPolicy may place; a purge lists these.
@@ -86,11 +91,22 @@ type memberSyncer struct {
 	clock   clock.PassiveClock
 	notify  func(types.NamespacedName)
 	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	// cancel ends the workers and the watches.
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	plans   map[types.NamespacedName]*plan
 	results map[types.NamespacedName]result
 	purged  map[types.NamespacedName]string
+	// wrote is the resourceVersion each of a policy's copies had after Orderly's
+	// last apply: the watch event of that version is Orderly's own write.
+	wrote map[types.NamespacedName]map[string]string
+
+	watchMu   sync.Mutex
+	informers []cache.Informer
+	// refused is when the member last refused a list or watch, by resource.
+	refused       map[string]time.Time
+	refusalLogged map[string]bool
 }
 
 func newMemberSyncer(name, hash string, cfg *rest.Config, c client.Client, clk clock.PassiveClock, notify func(types.NamespacedName)) *memberSyncer {
@@ -102,6 +118,8 @@ func newMemberSyncer(name, hash string, cfg *rest.Config, c client.Client, clk c
 		plans:   map[types.NamespacedName]*plan{},
 		results: map[types.NamespacedName]result{},
 		purged:  map[types.NamespacedName]string{},
+		wrote:   map[types.NamespacedName]map[string]string{},
+		refused: map[string]time.Time{}, refusalLogged: map[string]bool{},
 	}
 }
 
@@ -119,6 +137,7 @@ func (m *memberSyncer) drop(key types.NamespacedName) {
 	delete(m.plans, key)
 	delete(m.results, key)
 	delete(m.purged, key)
+	delete(m.wrote, key)
 	m.mu.Unlock()
 }
 
@@ -129,7 +148,12 @@ func (m *memberSyncer) result(key types.NamespacedName) (result, bool) {
 	return r, ok
 }
 
+// run starts the member's watches and workers; they end when ctx ends or stop is
+// called. A member whose watches cannot start is still synced, by the resync.
 func (m *memberSyncer) run(ctx context.Context, workers int) {
+	if err := m.startWatch(ctx); err != nil {
+		logf.FromContext(ctx).Error(err, "Not watching Orderly's copies on a member: changes there wait for the resync", "member", m.name)
+	}
 	for range workers {
 		go func() {
 			for m.next(ctx) {
@@ -140,7 +164,12 @@ func (m *memberSyncer) run(ctx context.Context, workers int) {
 	m.queue.ShutDown()
 }
 
-func (m *memberSyncer) stop() { m.queue.ShutDown() }
+func (m *memberSyncer) stop() {
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.queue.ShutDown()
+}
 
 func (m *memberSyncer) next(ctx context.Context) bool {
 	key, shutdown := m.queue.Get()
@@ -184,6 +213,7 @@ func (m *memberSyncer) next(ctx context.Context) bool {
 	if forget {
 		delete(m.plans, key)
 		delete(m.purged, key)
+		delete(m.wrote, key)
 		r.Forgotten = true
 	}
 	m.results[key] = r
@@ -199,7 +229,7 @@ func (m *memberSyncer) next(ctx context.Context) bool {
 		m.queue.AddRateLimited(key)
 	default:
 		m.queue.Forget(key)
-		m.queue.AddAfter(key, Resync)
+		m.queue.AddAfter(key, m.resyncAfter())
 	}
 	return true
 }
@@ -218,7 +248,7 @@ func (m *memberSyncer) sync(ctx context.Context, key types.NamespacedName, p *pl
 	want := map[string]bool{}
 	for _, obj := range p.Objects {
 		want[objKey(obj.GroupVersionKind(), obj.GetName())] = true
-		ready, err := m.apply(ctx, p.UID, obj)
+		ready, err := m.apply(ctx, key, p.UID, obj)
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
@@ -266,7 +296,7 @@ func (m *memberSyncer) ensureNamespace(ctx context.Context, ns string) error {
 // apply writes obj with server-side apply under the placement field manager, unless
 // an object of that name exists there that is not the policy's. It returns the
 // ready replicas the member reports for a workload.
-func (m *memberSyncer) apply(ctx context.Context, uid types.UID, obj *unstructured.Unstructured) (int32, error) {
+func (m *memberSyncer) apply(ctx context.Context, key types.NamespacedName, uid types.UID, obj *unstructured.Unstructured) (int32, error) {
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(obj.GroupVersionKind())
 	err := m.client.Get(ctx, client.ObjectKeyFromObject(obj), existing)
@@ -282,6 +312,12 @@ func (m *memberSyncer) apply(ctx context.Context, uid types.UID, obj *unstructur
 	if err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), client.FieldOwner(fleetv1alpha1.FieldManager), client.ForceOwnership); err != nil {
 		return 0, fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
+	m.mu.Lock()
+	if m.wrote[key] == nil {
+		m.wrote[key] = map[string]string{}
+	}
+	m.wrote[key][objKey(obj.GroupVersionKind(), obj.GetName())] = out.GetResourceVersion()
+	m.mu.Unlock()
 	ready, _, _ := unstructured.NestedInt64(out.Object, "status", "readyReplicas")
 	return int32(ready), nil
 }
@@ -352,7 +388,9 @@ func (g *registry) ensure(name, hash string, allowed []string, cfg *rest.Config,
 		}
 	}
 	g.members[name] = m
-	go m.run(g.ctx, 2)
+	ctx, cancel := context.WithCancel(g.ctx)
+	m.cancel = cancel
+	go m.run(ctx, 2)
 	return m, nil
 }
 

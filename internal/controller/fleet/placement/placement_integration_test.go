@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -115,28 +117,51 @@ func TestDuplicateOverrideDriftAndOwnership(t *testing.T) {
 		t.Fatalf("the member's own ConfigMap was changed: %+v, %v", foreign, err)
 	}
 
-	// Drift: the image edited on eu1, the ConfigMap deleted on us1.
-	d, err := memberDeployment("eu1", ns, "web")
+	// Drift on us1: the image edited, the ConfigMap deleted. Resync is far off, so
+	// only the watch on the member brings the repair. (Not on eu1: the foreign
+	// ConfigMap fails every sync there, and the retries would repair it too.)
+	us := members["us1"].client
+	const usImage = "registry.us.example/nginx:1.27"
+	d, err := memberDeployment("us1", ns, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.Spec.Template.Spec.Containers[0].Image = "evil:latest"
-	if err := eu.Update(ctx, d, client.FieldOwner("someone")); err != nil {
+	if err := us.Update(ctx, d, client.FieldOwner("someone")); err != nil {
 		t.Fatal(err)
 	}
-	if err := members["us1"].client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}}); err != nil {
+	if err := us.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "drift repaired", func() error {
-		d, err := memberDeployment("eu1", ns, "web")
+		d, err := memberDeployment("us1", ns, "web")
 		if err != nil {
 			return err
 		}
-		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.27" {
-			return fmt.Errorf("eu1 image %s", img)
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != usImage {
+			return fmt.Errorf("us1 image %s", img)
 		}
 		var cm corev1.ConfigMap
-		return members["us1"].client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)
+		return us.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)
+	})
+
+	// Readiness on a member reaches the policy's status through the watch too.
+	d, err = memberDeployment("us1", ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Status.Replicas, d.Status.ReadyReplicas = 3, 3
+	if err := us.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "us1's ready replicas in the status", func() error {
+		got := getPolicy(t, ns, "web")
+		for _, c := range got.Status.Clusters {
+			if c.Name == "us1" && c.ReadyReplicas == 3 && got.Status.ReadyReplicas == 3 {
+				return nil
+			}
+		}
+		return fmt.Errorf("status %+v", got.Status)
 	})
 
 	// A hub change reaches the members.
@@ -273,6 +298,139 @@ func TestDivideFailoverAndReturn(t *testing.T) {
 	if got.Status.Replicas != 10 {
 		t.Errorf("status.replicas = %d, want 10", got.Status.Replicas)
 	}
+}
+
+// TestHubChangesReachMembers: a change on the hub of every placeable kind but the
+// Deployment (TestDuplicateOverrideDriftAndOwnership has it) reaches the member at
+// once: Resync is far off, so only the hub's watches bring it.
+func TestHubChangesReachMembers(t *testing.T) {
+	ctx := context.Background()
+	const ns = "hub"
+	makeNamespace(t, ns)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: ns}, Data: map[string][]byte{"token": []byte("one")}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: ns},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "db"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "runner", Namespace: ns}}
+	d := deployment(ns, "db", "postgres:17", 0)
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0), ServiceName: "api", Selector: d.Spec.Selector, Template: d.Spec.Template}}
+	for _, o := range []client.Object{secret, svc, sa, sts} {
+		if err := k.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pp := &fleetv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
+		Spec: fleetv1alpha1.PlacementPolicySpec{
+			ResourceSelectors: []fleetv1alpha1.ResourceSelector{
+				{APIVersion: "v1", Kind: "Secret", Name: "creds"},
+				{APIVersion: "v1", Kind: "Service", Name: "api"},
+				{APIVersion: "v1", Kind: "ServiceAccount", Name: "runner"},
+				{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db"},
+			},
+			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}},
+		},
+	}
+	if err := k.Create(ctx, pp); err != nil {
+		t.Fatal(err)
+	}
+	eu := members["eu1"].client
+	onMember := func(token string, port int32, team, image string) func() error {
+		return func() error {
+			var gotSecret corev1.Secret
+			var gotSvc corev1.Service
+			var gotSA corev1.ServiceAccount
+			var gotSts appsv1.StatefulSet
+			for _, o := range []client.Object{&gotSecret, &gotSvc, &gotSA, &gotSts} {
+				name := map[client.Object]string{&gotSecret: "creds", &gotSvc: "api", &gotSA: "runner", &gotSts: "db"}[o]
+				if err := eu.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o); err != nil {
+					return err
+				}
+			}
+			switch {
+			case string(gotSecret.Data["token"]) != token:
+				return fmt.Errorf("Secret token %q, want %q", gotSecret.Data["token"], token)
+			case len(gotSvc.Spec.Ports) != 1 || gotSvc.Spec.Ports[0].Port != port:
+				return fmt.Errorf("Service ports %+v, want %d", gotSvc.Spec.Ports, port)
+			case gotSA.Labels["team"] != team:
+				return fmt.Errorf("ServiceAccount labels %v, want team=%q", gotSA.Labels, team)
+			case gotSts.Spec.Template.Spec.Containers[0].Image != image:
+				return fmt.Errorf("StatefulSet image %s, want %s", gotSts.Spec.Template.Spec.Containers[0].Image, image)
+			}
+			return nil
+		}
+	}
+	eventually(t, "the four objects on eu1", onMember("one", 80, "", "postgres:17"))
+	eventually(t, "the policy Ready", func() error {
+		if c := condition(getPolicy(t, ns, "p"), ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Ready = %+v", c)
+		}
+		return nil
+	})
+	// The reconciles that placed them are over (their own status changes bring a few
+	// more): a change picked up now was seen by a watch.
+	time.Sleep(2 * time.Second)
+
+	secret.Data["token"] = []byte("two")
+	svc.Spec.Ports[0].Port = 81
+	sa.Labels = map[string]string{"team": "data"}
+	sts.Spec.Template.Spec.Containers[0].Image = "postgres:18"
+	for _, o := range []client.Object{secret, svc, sa, sts} {
+		if err := k.Update(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the hub's changes on eu1", onMember("two", 81, "data", "postgres:18"))
+}
+
+// TestWatchRefused: a member whose kubeconfig may not watch a placed kind says so
+// on its ClusterProfile and is kept in sync by the short resync; the members that
+// may are reported watched.
+func TestWatchRefused(t *testing.T) {
+	ctx := context.Background()
+	const ns = "rbac"
+	makeNamespace(t, ns)
+	if err := k.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}, Data: map[string]string{"from": "hub"}}); err != nil {
+		t.Fatal(err)
+	}
+	pp := &fleetv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
+		Spec: fleetv1alpha1.PlacementPolicySpec{
+			ResourceSelectors: []fleetv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"}},
+			ClusterSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"env": "rbac"}},
+		},
+	}
+	if err := k.Create(ctx, pp); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the members' CopiesWatched conditions", func() error {
+		for name, want := range map[string]string{"eu1": ReasonWatching, "us1": ReasonWatching, "rb1": ReasonWatchRefused} {
+			var cp clusterinventoryv1alpha1.ClusterProfile
+			if err := k.Get(ctx, types.NamespacedName{Namespace: fleetNamespace, Name: name}, &cp); err != nil {
+				return err
+			}
+			c := meta.FindStatusCondition(cp.Status.Conditions, ConditionCopiesWatched)
+			if c == nil || c.Reason != want {
+				return fmt.Errorf("%s: %s = %+v, want reason %s", name, ConditionCopiesWatched, c, want)
+			}
+			if want == ReasonWatchRefused && (c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "secrets")) {
+				return fmt.Errorf("%s: %+v, want False naming secrets", name, c)
+			}
+		}
+		return nil
+	})
+	rb := members["rb1"].client
+	eventually(t, "the ConfigMap on rb1", func() error {
+		var cm corev1.ConfigMap
+		return rb.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)
+	})
+	if err := rb.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the ConfigMap recreated on rb1 by the short resync", func() error {
+		var cm corev1.ConfigMap
+		return rb.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)
+	})
 }
 
 // TestNoClustersReported reports a selector that matches nothing.

@@ -15,8 +15,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -43,7 +45,9 @@ var (
 	// k acts on the hub as a person would.
 	k         client.Client
 	fakeClock = clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	// members by ClusterProfile name: eu1 (region eu) and us1 (region us).
+	// members by ClusterProfile name: eu1 (region eu) and us1 (region us), reached
+	// as an administrator; rb1 (env rbac), reached as a user that may not watch
+	// Secrets and admitting only namespace rbac.
 	members = map[string]*testMember{}
 )
 
@@ -57,7 +61,10 @@ type testMember struct {
 }
 
 func TestMain(m *testing.M) {
-	ProbeInterval, ProbeTimeout, RequestTimeout, SyncTimeout, Resync, MaxRequeue = 300*time.Millisecond, time.Second, 2*time.Second, 5*time.Second, time.Second, time.Second
+	ProbeInterval, ProbeTimeout, RequestTimeout, SyncTimeout, MaxRequeue = 300*time.Millisecond, time.Second, 2*time.Second, 5*time.Second, time.Second
+	// Far beyond the tests' timeout: what a member changes reaches Orderly through
+	// the watches, or, where they are refused (rb1), through the short resync.
+	Resync, FallbackResync = 10*time.Minute, 2*time.Second
 	testenv.Main(m, func(e *testenv.Env) (func(), error) {
 		hub, k = e, e.Client
 		var stops []func()
@@ -82,9 +89,22 @@ func TestMain(m *testing.M) {
 			}
 			stops = append(stops, func() { tm.proxy.stop(); _ = tm.env.Stop() })
 			members[name] = tm
-			if err := register(ctx, name, region, tm); err != nil {
+			if err := register(ctx, name, map[string]string{"region": region, "env": "test"}, "dup, div,none,cap,hub", tm, tm.env.Config); err != nil {
 				return teardown, err
 			}
+		}
+		tm, err := startMember()
+		if err != nil {
+			return teardown, err
+		}
+		stops = append(stops, func() { tm.proxy.stop(); _ = tm.env.Stop() })
+		members["rb1"] = tm
+		cfg, err := restrictedUser(ctx, tm, "rbac")
+		if err != nil {
+			return teardown, err
+		}
+		if err := register(ctx, "rb1", map[string]string{"env": "rbac"}, "rbac", tm, cfg); err != nil {
+			return teardown, err
 		}
 		stop, err := e.StartManager(kit.Deps{Clock: fakeClock, Namespace: managerNamespace}, []kit.Controller{Controller})
 		if err != nil {
@@ -119,10 +139,41 @@ func startMember() (*testMember, error) {
 	return &testMember{env: env, client: c, proxy: p}, nil
 }
 
-// register stores the member's kubeconfig (through its proxy) in the manager's
-// namespace and creates its ClusterProfile.
-func register(ctx context.Context, name, region string, tm *testMember) error {
-	cfg := tm.env.Config
+// restrictedUser makes a user on the member with what placing in namespace ns
+// needs, except watching Secrets, and returns its credentials.
+func restrictedUser(ctx context.Context, tm *testMember, ns string) (*rest.Config, error) {
+	const user = "orderly-restricted"
+	u, err := tm.env.AddUser(envtest.User{Name: user}, tm.env.Config)
+	if err != nil {
+		return nil, err
+	}
+	write := []string{"get", "list", "create", "patch", "delete"}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "create"}}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: append(write, "watch")},
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "services", "serviceaccounts"}, Verbs: append(write, "watch")},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: write},
+		}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user}},
+	} {
+		if err := tm.client.Create(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	return u.Config(), nil
+}
+
+// register stores the member's kubeconfig for cfg's credentials (through its proxy)
+// in the manager's namespace, admitting the allowed namespaces, and creates its
+// ClusterProfile.
+func register(ctx context.Context, name string, profileLabels map[string]string, allowed string, tm *testMember, cfg *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[name] = &clientcmdapi.Cluster{Server: "https://" + tm.proxy.addr, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
@@ -136,7 +187,7 @@ func register(ctx context.Context, name, region string, tm *testMember) error {
 		ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig-" + name, Namespace: managerNamespace,
 			Annotations: map[string]string{
 				fleetv1alpha1.ClusterProfileAnnotation:    fleetNamespace + "/" + name,
-				fleetv1alpha1.AllowedNamespacesAnnotation: "dup, div,none,cap",
+				fleetv1alpha1.AllowedNamespacesAnnotation: allowed,
 			}},
 		Data: map[string][]byte{fleetv1alpha1.KubeconfigKey: raw},
 	}
@@ -145,7 +196,7 @@ func register(ctx context.Context, name, region string, tm *testMember) error {
 	}
 	return k.Create(ctx, &clusterinventoryv1alpha1.ClusterProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleetNamespace,
-			Labels:      map[string]string{"region": region, "env": "test"},
+			Labels:      profileLabels,
 			Annotations: map[string]string{fleetv1alpha1.KubeconfigSecretAnnotation: secret.Name}},
 		Spec: clusterinventoryv1alpha1.ClusterProfileSpec{ClusterManager: clusterinventoryv1alpha1.ClusterManager{Name: "test"}},
 	})

@@ -1,0 +1,325 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
+	"orderly.dev/orderly/internal/labels"
+)
+
+// Each member's copies are watched, so that an edit or a deletion there is repaired
+// at once and a workload's readiness reaches the policy's status at once; the
+// resync (Resync) is only a safety net. The watches are a cache of the member's own,
+// started and stopped with its syncer, over the placed kinds in the namespaces the
+// member admits, selected by Orderly's labels, keeping only what the handlers read:
+// metadata (ConfigMaps, Secrets, Services, ServiceAccounts as metadata only, so no
+// Secret data is ever held) and a workload's ready replicas.
+
+// refusalMemory is how long a member's refusal (403) of a list or watch counts. The
+// reflector retries a failed list at least every minute, so a refusal that lasts
+// stays fresh and one that was lifted (RBAC fixed on the member) wears off.
+const refusalMemory = 2 * time.Minute
+
+// copySelector selects the objects Orderly placed: managed by Orderly and carrying a
+// policy's UID.
+func copySelector() k8slabels.Selector {
+	managed, _ := k8slabels.NewRequirement(labels.ManagedBy, selection.Equals, []string{labels.ManagedByValue})
+	owned, _ := k8slabels.NewRequirement(fleetv1alpha1.PolicyUIDLabel, selection.Exists, nil)
+	return k8slabels.NewSelector().Add(*managed, *owned)
+}
+
+// watchedObject is the object a kind is watched as: typed for workloads (their
+// status is read), metadata only for the others.
+func watchedObject(gvk schema.GroupVersionKind) client.Object {
+	switch gvk.Kind {
+	case "Deployment":
+		return &appsv1.Deployment{}
+	case "StatefulSet":
+		return &appsv1.StatefulSet{}
+	}
+	o := &metav1.PartialObjectMetadata{}
+	o.SetGroupVersionKind(gvk)
+	return o
+}
+
+// placedKindsMapper maps the placed kinds without asking the member (discovery would
+// block on a member that is down).
+func placedKindsMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	for _, gvk := range placedKinds {
+		m.Add(gvk, meta.RESTScopeNamespace)
+	}
+	return m
+}
+
+// startWatch starts the member's watches; they stop when ctx ends. No namespace
+// admitted means nothing can be placed there, so nothing is watched.
+func (m *memberSyncer) startWatch(ctx context.Context) error {
+	if len(m.allowed) == 0 {
+		return nil
+	}
+	var namespaces map[string]cache.Config
+	if !slices.Contains(m.allowed, "*") {
+		namespaces = map[string]cache.Config{}
+		for _, ns := range m.allowed {
+			namespaces[ns] = cache.Config{}
+		}
+	}
+	cfg := rest.CopyConfig(m.cfg)
+	// The request timeout would cut every watch after a few seconds.
+	cfg.Timeout = 0
+	c, err := cache.New(cfg, cache.Options{
+		Scheme: m.client.Scheme(), Mapper: placedKindsMapper(),
+		DefaultNamespaces: namespaces, DefaultLabelSelector: copySelector(), DefaultTransform: slimCopy,
+		DefaultWatchErrorHandler: m.watchFailed,
+	})
+	if err != nil {
+		return fmt.Errorf("building the watches on member %s: %w", m.name, err)
+	}
+	var informers []cache.Informer
+	for _, gvk := range placedKinds {
+		inf, err := c.GetInformer(ctx, watchedObject(gvk), cache.BlockUntilSynced(false))
+		if err != nil {
+			return fmt.Errorf("watching %ss on member %s: %w", gvk.Kind, m.name, err)
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(old, cur any) { m.copyUpdated(gvk, old, cur) },
+			DeleteFunc: func(obj any) { m.copyDeleted(gvk, obj) },
+		}); err != nil {
+			return fmt.Errorf("watching %ss on member %s: %w", gvk.Kind, m.name, err)
+		}
+		informers = append(informers, inf)
+	}
+	m.watchMu.Lock()
+	m.informers = informers
+	m.watchMu.Unlock()
+	go func() {
+		if err := c.Start(ctx); err != nil {
+			logf.FromContext(ctx).Error(err, "Watching Orderly's copies on a member", "member", m.name)
+		}
+	}()
+	return nil
+}
+
+// watchFailed is the reflectors' error handler. A refusal (403) is logged once per
+// resource and switches the member to the short resync (FallbackResync); anything
+// else (the member down, a dropped connection) is retried by the reflector and left
+// to the health probe to report.
+func (m *memberSyncer) watchFailed(ctx context.Context, r *toolscache.Reflector, err error) {
+	if !apierrors.IsForbidden(err) {
+		logf.FromContext(ctx).V(1).Info("Watching Orderly's copies on a member failed; retrying", "member", m.name, "error", err.Error())
+		return
+	}
+	resource := ""
+	if s := apiStatus(err); s != nil && s.Details != nil {
+		resource = schema.GroupResource{Group: s.Details.Group, Resource: s.Details.Kind}.String()
+	}
+	if resource == "" && r != nil {
+		resource = r.TypeDescription()
+	}
+	m.watchMu.Lock()
+	wasFallback := m.fallbackLocked(time.Now())
+	m.refused[resource] = time.Now()
+	first := !m.refusalLogged[resource]
+	m.refusalLogged[resource] = true
+	m.watchMu.Unlock()
+	if first {
+		logf.FromContext(ctx).Info("A member refuses to let Orderly watch its copies there: changes on it are noticed by the resync every "+FallbackResync.String()+"; grant the kubeconfig's identity list and watch on the placed kinds",
+			"member", m.name, "resource", resource)
+	}
+	if !wasFallback {
+		// Policies waiting for the long resync come back within the short one.
+		m.mu.Lock()
+		keys := slices.Collect(maps.Keys(m.plans))
+		m.mu.Unlock()
+		for _, k := range keys {
+			m.queue.AddAfter(k, FallbackResync)
+		}
+	}
+}
+
+func apiStatus(err error) *metav1.Status {
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
+		st := s.Status()
+		return &st
+	}
+	return nil
+}
+
+// fallbackLocked says whether a refusal is recent enough to count; watchMu held.
+func (m *memberSyncer) fallbackLocked(now time.Time) bool {
+	for _, t := range m.refused {
+		if now.Sub(t) < refusalMemory {
+			return true
+		}
+	}
+	return false
+}
+
+// resyncAfter is when a synced policy is applied again: jittered so that policies
+// synced together do not come back together, and short while the member refuses
+// the watches.
+func (m *memberSyncer) resyncAfter() time.Duration {
+	m.watchMu.Lock()
+	fallback := m.fallbackLocked(time.Now())
+	m.watchMu.Unlock()
+	if fallback {
+		return FallbackResync
+	}
+	return wait.Jitter(Resync, 0.5)
+}
+
+// watchState says whether the member's copies are watched: refused names the
+// resources the member refused lately, synced is true once every watch has listed.
+func (m *memberSyncer) watchState() (refused []string, synced bool) {
+	m.watchMu.Lock()
+	defer m.watchMu.Unlock()
+	now := time.Now()
+	for r, t := range m.refused {
+		if now.Sub(t) < refusalMemory {
+			refused = append(refused, r)
+		}
+	}
+	slices.Sort(refused)
+	synced = len(m.informers) > 0
+	for _, inf := range m.informers {
+		synced = synced && inf.HasSynced()
+	}
+	return refused, synced
+}
+
+// copyUpdated queues the copy's policy when someone else changed what Orderly set
+// (a field taken from Orderly's field manager), the copy is being deleted, or a
+// workload's readiness changed. Orderly's own writes are skipped.
+func (m *memberSyncer) copyUpdated(gvk schema.GroupVersionKind, old, cur any) {
+	o, ok1 := old.(client.Object)
+	n, ok2 := cur.(client.Object)
+	if !ok1 || !ok2 {
+		return
+	}
+	changed := orderlyFields(o) != orderlyFields(n) || n.GetDeletionTimestamp() != nil || readyOf(o) != readyOf(n)
+	if !changed {
+		return
+	}
+	if key, ok := m.wantedCopy(gvk, n); ok {
+		m.queue.Add(key)
+	}
+}
+
+// copyDeleted queues the copy's policy when the plan still wants the object there.
+func (m *memberSyncer) copyDeleted(gvk schema.GroupVersionKind, obj any) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	o, ok := obj.(client.Object)
+	if !ok {
+		return
+	}
+	if key, ok := m.wantedCopy(gvk, o); ok {
+		m.queue.Add(key)
+	}
+}
+
+// wantedCopy returns the policy of a copy whose plan on this member places it and
+// is active, unless the copy's version is the one Orderly's last apply wrote.
+// The labels only point at a policy: the plan's UID must match.
+func (m *memberSyncer) wantedCopy(gvk schema.GroupVersionKind, o client.Object) (types.NamespacedName, bool) {
+	l := o.GetLabels()
+	key := types.NamespacedName{Namespace: l[fleetv1alpha1.PolicyNamespaceLabel], Name: l[fleetv1alpha1.PolicyNameLabel]}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.plans[key]
+	if p == nil || p.Paused || string(p.UID) != l[fleetv1alpha1.PolicyUIDLabel] || p.Namespace != o.GetNamespace() {
+		return key, false
+	}
+	name := objKey(gvk, o.GetName())
+	if rv := m.wrote[key][name]; rv != "" && rv == o.GetResourceVersion() {
+		return key, false
+	}
+	for _, w := range p.Objects {
+		if w.GetName() == o.GetName() && w.GroupVersionKind().GroupKind() == gvk.GroupKind() {
+			return key, true
+		}
+	}
+	return key, false
+}
+
+// orderlyFields is the set of fields Orderly's field manager owns on the object's
+// main resource, as the API server serialises it. A write by anyone that changes one
+// of them takes it from Orderly, so this changes; Orderly's own applies of the same
+// fields, status writes and other managers' fields leave it alone.
+func orderlyFields(o client.Object) string {
+	for _, e := range o.GetManagedFields() {
+		if e.Manager == fleetv1alpha1.FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" && e.FieldsV1 != nil {
+			return e.FieldsV1.GetRawString()
+		}
+	}
+	return ""
+}
+
+func readyOf(o client.Object) int32 {
+	switch w := o.(type) {
+	case *appsv1.Deployment:
+		return w.Status.ReadyReplicas
+	case *appsv1.StatefulSet:
+		return w.Status.ReadyReplicas
+	}
+	return 0
+}
+
+// slimCopy is the watches' transform: it keeps the copy's identity, version,
+// Orderly's labels, Orderly's managed fields entry (without its time) and a
+// workload's ready replicas, and drops everything else. Idempotent; a tombstone
+// passes as it is (its object was transformed when stored).
+func slimCopy(in any) (any, error) {
+	o, ok := in.(client.Object)
+	if !ok {
+		return in, nil
+	}
+	kept := map[string]string{}
+	for _, k := range []string{labels.ManagedBy, fleetv1alpha1.PolicyNamespaceLabel, fleetv1alpha1.PolicyNameLabel, fleetv1alpha1.PolicyUIDLabel} {
+		if v, ok := o.GetLabels()[k]; ok {
+			kept[k] = v
+		}
+	}
+	om := metav1.ObjectMeta{
+		Name: o.GetName(), Namespace: o.GetNamespace(), UID: o.GetUID(), ResourceVersion: o.GetResourceVersion(),
+		Generation: o.GetGeneration(), DeletionTimestamp: o.GetDeletionTimestamp(), Labels: kept,
+	}
+	if f := orderlyFields(o); f != "" {
+		om.ManagedFields = []metav1.ManagedFieldsEntry{{
+			Manager: fleetv1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(f),
+		}}
+	}
+	switch w := o.(type) {
+	case *appsv1.Deployment:
+		return &appsv1.Deployment{TypeMeta: w.TypeMeta, ObjectMeta: om, Status: appsv1.DeploymentStatus{ReadyReplicas: w.Status.ReadyReplicas}}, nil
+	case *appsv1.StatefulSet:
+		return &appsv1.StatefulSet{TypeMeta: w.TypeMeta, ObjectMeta: om, Status: appsv1.StatefulSetStatus{ReadyReplicas: w.Status.ReadyReplicas}}, nil
+	case *metav1.PartialObjectMetadata:
+		return &metav1.PartialObjectMetadata{TypeMeta: w.TypeMeta, ObjectMeta: om}, nil
+	}
+	return in, nil
+}

@@ -1,0 +1,181 @@
+package placement
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
+	"orderly.dev/orderly/internal/labels"
+	"orderly.dev/orderly/internal/scheme"
+)
+
+var deploymentGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+
+// memberCopyOf is a Deployment copy on a member as the API server returns it.
+func memberCopyOf(rv, orderlyFieldsJSON string, ready int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "member-uid", ResourceVersion: rv,
+			Labels: map[string]string{
+				"app": "web", labels.ManagedBy: labels.ManagedByValue,
+				fleetv1alpha1.PolicyNamespaceLabel: "shop", fleetv1alpha1.PolicyNameLabel: "p", fleetv1alpha1.PolicyUIDLabel: "pp-uid",
+			},
+			Annotations: map[string]string{"team": "a"},
+			ManagedFields: []metav1.ManagedFieldsEntry{
+				{Manager: fleetv1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
+					FieldsV1: metav1.NewFieldsV1(orderlyFieldsJSON), Time: &metav1.Time{Time: time.Now()}},
+				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+					FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)},
+			},
+		},
+		Status: appsv1.DeploymentStatus{Replicas: 3, ReadyReplicas: ready, ObservedGeneration: 4},
+	}
+}
+
+func TestSlimCopy(t *testing.T) {
+	in := memberCopyOf("5", `{"f:spec":{}}`, 2)
+	out, err := slimCopy(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := out.(*appsv1.Deployment)
+	if d.Status.ReadyReplicas != 2 || d.Status.Replicas != 0 || d.ResourceVersion != "5" || d.UID != "member-uid" {
+		t.Errorf("kept %+v", d)
+	}
+	if _, ok := d.Labels["app"]; ok || d.Labels[fleetv1alpha1.PolicyUIDLabel] != "pp-uid" || d.Annotations != nil {
+		t.Errorf("labels %v annotations %v", d.Labels, d.Annotations)
+	}
+	if len(d.ManagedFields) != 1 || d.ManagedFields[0].Time != nil || orderlyFields(d) != `{"f:spec":{}}` {
+		t.Errorf("managed fields %+v", d.ManagedFields)
+	}
+	again, _ := slimCopy(d)
+	if orderlyFields(again.(client.Object)) != orderlyFields(d) || again.(*appsv1.Deployment).Status.ReadyReplicas != 2 {
+		t.Error("not idempotent")
+	}
+	meta := &metav1.PartialObjectMetadata{ObjectMeta: *memberCopyOf("5", `{}`, 0).ObjectMeta.DeepCopy()}
+	if out, _ := slimCopy(meta); len(out.(*metav1.PartialObjectMetadata).Annotations) != 0 {
+		t.Error("metadata copy keeps annotations")
+	}
+}
+
+// watchedSyncer is a member syncer holding one policy's plan for the Deployment web.
+func watchedSyncer() (*memberSyncer, types.NamespacedName) {
+	m := newMemberSyncer("eu1", "h", &rest.Config{}, nil, clocktesting.NewFakePassiveClock(time.Now()), nil)
+	key := types.NamespacedName{Namespace: "shop", Name: "p"}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(deploymentGVK)
+	obj.SetName("web")
+	m.plans[key] = &plan{UID: "pp-uid", Namespace: "shop", Objects: []*unstructured.Unstructured{obj}}
+	return m, key
+}
+
+func TestCopyEventsQueueOnlyWhatMatters(t *testing.T) {
+	const fields = `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:image":{}}}}}}}`
+	tests := []struct {
+		name      string
+		old, cur  *appsv1.Deployment
+		wroteRV   string
+		mutate    func(*memberSyncer, types.NamespacedName)
+		wantQueue bool
+	}{
+		{name: "a field taken from Orderly", old: memberCopyOf("5", fields, 0), cur: memberCopyOf("6", `{"f:spec":{}}`, 0), wantQueue: true},
+		{name: "readiness changed", old: memberCopyOf("5", fields, 0), cur: memberCopyOf("6", fields, 3), wantQueue: true},
+		{name: "status only, readiness the same", old: memberCopyOf("5", fields, 1), cur: memberCopyOf("6", fields, 1)},
+		{name: "Orderly's own write", old: memberCopyOf("5", fields, 0), cur: memberCopyOf("6", `{"f:spec":{}}`, 0), wroteRV: "6"},
+		{name: "a copy the plan no longer places", old: memberCopyOf("5", fields, 0), cur: memberCopyOf("6", fields, 3),
+			mutate: func(m *memberSyncer, k types.NamespacedName) { m.plans[k].Objects = nil }},
+		{name: "another policy's UID on the labels", old: memberCopyOf("5", fields, 0), cur: memberCopyOf("6", fields, 3),
+			mutate: func(m *memberSyncer, k types.NamespacedName) { m.plans[k].UID = "other" }},
+		{name: "member failed: paused", old: memberCopyOf("5", fields, 0), cur: memberCopyOf("6", fields, 3),
+			mutate: func(m *memberSyncer, k types.NamespacedName) { m.plans[k].Paused = true }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, key := watchedSyncer()
+			defer m.queue.ShutDown()
+			if tt.wroteRV != "" {
+				m.wrote[key] = map[string]string{objKey(deploymentGVK, "web"): tt.wroteRV}
+			}
+			if tt.mutate != nil {
+				tt.mutate(m, key)
+			}
+			old, _ := slimCopy(tt.old)
+			cur, _ := slimCopy(tt.cur)
+			m.copyUpdated(deploymentGVK, old, cur)
+			if got := m.queue.Len() == 1; got != tt.wantQueue {
+				t.Errorf("queued = %v, want %v", got, tt.wantQueue)
+			}
+		})
+	}
+}
+
+func TestCopyDeletedQueuesThePolicy(t *testing.T) {
+	m, _ := watchedSyncer()
+	defer m.queue.ShutDown()
+	m.copyDeleted(deploymentGVK, memberCopyOf("5", `{}`, 0))
+	if m.queue.Len() != 1 {
+		t.Fatalf("queue holds %d, want the policy", m.queue.Len())
+	}
+}
+
+func TestRefusedWatchFallsBackToTheShortResync(t *testing.T) {
+	m, _ := watchedSyncer()
+	defer m.queue.ShutDown()
+	if d := m.resyncAfter(); d < Resync || d > Resync*3/2 {
+		t.Errorf("resync after %s, want between %s and 1.5 times that", d, Resync)
+	}
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", nil)
+	m.watchFailed(context.Background(), nil, forbidden)
+	if d := m.resyncAfter(); d != FallbackResync {
+		t.Errorf("resync after %s with the watch refused, want %s", d, FallbackResync)
+	}
+	if refused, _ := m.watchState(); len(refused) != 1 || refused[0] != "secrets" {
+		t.Errorf("refused = %v", refused)
+	}
+	m.watchMu.Lock()
+	m.refused["secrets"] = time.Now().Add(-refusalMemory)
+	m.watchMu.Unlock()
+	if d := m.resyncAfter(); d == FallbackResync {
+		t.Error("an old refusal still counts")
+	}
+}
+
+// TestStopEndsTheWatches: a member's watches (retrying against an address where
+// nothing listens) and workers end when the member is removed.
+func TestStopEndsTheWatches(t *testing.T) {
+	before := runtime.NumGoroutine()
+	cfg := &rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}
+	g := newRegistry(context.Background(), clocktesting.NewFakePassiveClock(time.Now()), nil)
+	if _, err := g.ensure("gone", "h", []string{"*"}, cfg, func(cfg *rest.Config) (client.Client, error) {
+		return client.New(cfg, client.Options{Scheme: scheme.New()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() <= before+len(placedKinds) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if runtime.NumGoroutine() <= before+len(placedKinds) {
+		t.Fatalf("the watches did not start: %d goroutines, %d before", runtime.NumGoroutine(), before)
+	}
+	g.remove("gone")
+	deadline = time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before+1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+1 {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines left after removing the member (%d before):\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+}
