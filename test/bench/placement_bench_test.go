@@ -7,7 +7,7 @@ package bench
 // with Duplicate on 3 member clusters, one PlacementPolicy per workload:
 //   - time until every copy exists on every member, against applying the same
 //     objects straight to the members (server-side apply, same field manager) with
-//     as many writers as Orderly has (2 per member): the ratio;
+//     as many writers as Orderly has (placement.MemberWorkers per member): the ratio;
 //   - the hub-change → member latency distribution (p50/p99/max) of 200 changes to
 //     hub Deployments, seen through a watch on each member (Karmada's published SLO
 //     is p99 ≤ 2 s);
@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
+	"orderly.dev/orderly/internal/controller/fleet/placement"
 	"orderly.dev/orderly/internal/devcluster"
 )
 
@@ -123,7 +124,8 @@ func BenchmarkPlacement(b *testing.B) {
 		}
 	}
 
-	// Baseline: the same objects applied straight to the members, 2 writers each.
+	// Baseline: the same objects applied straight to the members, as many writers
+	// each as Orderly has.
 	began := time.Now()
 	var wg sync.WaitGroup
 	errs := make([]error, len(members))
@@ -132,7 +134,7 @@ func BenchmarkPlacement(b *testing.B) {
 			b.Fatal(err)
 		}
 		wg.Go(func() {
-			errs[mi] = parallel(n, 2, func(i int) error {
+			errs[mi] = parallel(n, placement.MemberWorkers, func(i int) error {
 				u := &unstructured.Unstructured{}
 				d := placementDeployment(i)
 				d.Name = "direct-" + d.Name
@@ -293,7 +295,7 @@ func BenchmarkPlacement(b *testing.B) {
 
 	fmt.Printf("\nBenchmarkPlacement: %d workloads, Duplicate on %d members (one policy each)\n", n, len(members))
 	fmt.Printf("  all copies placed:                      %s\n", placed.Round(time.Millisecond))
-	fmt.Printf("  baseline, applied straight to members:  %s (2 writers per member)\n", direct.Round(time.Millisecond))
+	fmt.Printf("  baseline, applied straight to members:  %s (%d writers per member)\n", direct.Round(time.Millisecond), placement.MemberWorkers)
 	fmt.Printf("  ratio placed / baseline:                %.2f\n", placed.Seconds()/direct.Seconds())
 	fmt.Printf("  hub change → member (%d of %d seen):    p50 %s  p99 %s  max %s\n", len(lat), changes*len(members),
 		pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), pct(1).Round(time.Millisecond))

@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,7 +63,12 @@ const finalizer = "fleet.orderly.dev/placement"
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Controller is the PlacementPolicy controller as the manager runs it.
-var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
+var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup, Workers: Workers}
+
+// Workers is how many policies are reconciled at once by default: a reconcile
+// mostly waits for one read and a status write on the hub (the members are written
+// by their own queues).
+const Workers = 16
 
 // Reconciler reconciles PlacementPolicies.
 type Reconciler struct {
@@ -105,7 +111,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 		return err
 	}
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-placement"), Clock: clk, Namespace: deps.Namespace, members: reg}
-	return r.SetupWithManager(mgr, deps.Options, events)
+	return r.SetupWithManager(ctx, mgr, deps.Options, events)
 }
 
 // Cache keeps PlacementPolicies and ClusterProfiles without their managed fields.
@@ -120,12 +126,14 @@ func Cache() kit.CacheRules {
 }
 
 // SetupWithManager registers the reconciler.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, events <-chan event.GenericEvent) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options, events <-chan event.GenericEvent) error {
 	hub, err := newHubCache(mgr)
 	if err != nil {
 		return err
 	}
-	inNamespace := handler.EnqueueRequestsFromMapFunc(r.policiesInNamespace)
+	if err := indexPolicies(ctx, mgr); err != nil {
+		return err
+	}
 	workloadChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
@@ -133,52 +141,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options,
 		For(&fleetv1alpha1.PlacementPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&clusterinventoryv1alpha1.ClusterProfile{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies)).
 		// The placeable kinds on the hub, by metadata: a change reaches the members at
-		// once. Services and Secrets come from a cache of their own (hubCache).
-		Watches(&appsv1.Deployment{}, inNamespace, builder.OnlyMetadata, workloadChanged).
-		Watches(&appsv1.StatefulSet{}, inNamespace, builder.OnlyMetadata, workloadChanged).
-		Watches(&corev1.ConfigMap{}, inNamespace, builder.OnlyMetadata).
-		Watches(&corev1.ServiceAccount{}, inNamespace, builder.OnlyMetadata).
-		WatchesRawSource(source.Kind(hub, client.Object(hubObject("Service")), inNamespace)).
-		WatchesRawSource(source.Kind(hub, client.Object(hubObject("Secret")), inNamespace)).
-		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
+		// once (hubwatch.go). Services and Secrets come from a cache of their own.
+		Watches(&appsv1.Deployment{}, r.selecting("Deployment"), builder.OnlyMetadata, workloadChanged).
+		Watches(&appsv1.StatefulSet{}, r.selecting("StatefulSet"), builder.OnlyMetadata, workloadChanged).
+		Watches(&corev1.ConfigMap{}, r.selecting("ConfigMap"), builder.OnlyMetadata).
+		Watches(&corev1.ServiceAccount{}, r.selecting("ServiceAccount"), builder.OnlyMetadata).
+		WatchesRawSource(source.Kind(hub, client.Object(hubObject("Service")), r.selecting("Service"))).
+		WatchesRawSource(source.Kind(hub, client.Object(hubObject("Secret")), r.selecting("Secret"))).
+		WatchesRawSource(source.Channel(events, memberResults())).
 		Complete(r)
-}
-
-// newHubCache is a cache of the metadata (without managed fields) of every Service
-// and Secret on the hub; it runs with the manager. The manager's cache holds those
-// kinds only as other controllers narrowed them (Orderly's Services for Canary,
-// DevDatabase connection Secrets), and a metadata watch there would share that
-// narrowing. A Secret's metadata carries its resourceVersion, so a change of its data
-// is seen too, without its data ever being held.
-func newHubCache(mgr ctrl.Manager) (cache.Cache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultTransform: cache.TransformStripManagedFields(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("building the cache of the hub's Services and Secrets: %w", err)
-	}
-	return c, mgr.Add(c)
-}
-
-// hubObject is an empty metadata-only object of a core kind, for the hub cache.
-func hubObject(kind string) *metav1.PartialObjectMetadata {
-	o := &metav1.PartialObjectMetadata{}
-	o.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
-	return o
 }
 
 func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list fleetv1alpha1.PlacementPolicyList
 	if err := r.List(ctx, &list); err != nil {
-		return nil
-	}
-	return kit.Requests(list.Items)
-}
-
-func (r *Reconciler) policiesInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	var list fleetv1alpha1.PlacementPolicyList
-	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
 		return nil
 	}
 	return kit.Requests(list.Items)
@@ -513,7 +489,21 @@ func (r *Reconciler) writeDecision(ctx context.Context, pp *fleetv1alpha1.Placem
 			Reason:            string(m.Phase),
 		})
 	}
+	if err == nil && decisionUpToDate(&existing, d) {
+		// Most reconciles change no decision: no write.
+		return nil
+	}
 	return kit.Apply(ctx, r.Client, d)
+}
+
+// decisionUpToDate says whether the existing decision already says what want says.
+func decisionUpToDate(existing, want *clusterinventoryv1alpha1.PlacementDecision) bool {
+	for k, v := range want.Labels {
+		if existing.Labels[k] != v {
+			return false
+		}
+	}
+	return existing.SchedulerName == want.SchedulerName && equality.Semantic.DeepEqual(existing.Decisions, want.Decisions)
 }
 
 // finalize removes the policy's copies from every member (deletionPolicy Delete)

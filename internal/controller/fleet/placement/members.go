@@ -20,8 +20,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
@@ -43,6 +46,12 @@ var (
 	// there it is the only way drift and readiness are noticed.
 	FallbackResync = 30 * time.Second
 )
+
+// MemberWorkers is how many of a member's policies are synced at once.
+const MemberWorkers = 4
+
+// resyncPriority puts resyncs behind what changed in a member's queue.
+const resyncPriority = handler.LowPriority
 
 // placedKinds are the kinds a PlacementPolicy may place; a purge lists these.
 var placedKinds = []schema.GroupVersionKind{
@@ -90,7 +99,9 @@ type memberSyncer struct {
 	cfg     *rest.Config
 	clock   clock.PassiveClock
 	notify  func(types.NamespacedName)
-	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	// queue serves what changed (a plan, a copy on the member) ahead of resyncs.
+	queue     priorityqueue.PriorityQueue[types.NamespacedName]
+	queueDone sync.Once
 	// cancel ends the workers and the watches.
 	cancel context.CancelFunc
 
@@ -98,12 +109,17 @@ type memberSyncer struct {
 	plans   map[types.NamespacedName]*plan
 	results map[types.NamespacedName]result
 	purged  map[types.NamespacedName]string
-	// wrote is the resourceVersion each of a policy's copies had after Orderly's
-	// last apply: the watch event of that version is Orderly's own write.
-	wrote map[types.NamespacedName]map[string]string
+	// wrote is what Orderly's last apply of each of a policy's copies wrote, by
+	// objKey: the watch event of that version is Orderly's own write, and a copy
+	// the watch shows unchanged since needs no apply of the same object.
+	wrote map[types.NamespacedName]map[string]applied
+	// namespaces are the namespaces known to exist on the member.
+	namespaces map[string]bool
 
 	watchMu   sync.Mutex
 	informers []cache.Informer
+	// copies reads the watches' cache (nil until they start).
+	copies client.Reader
 	// refused is when the member last refused a list or watch, by resource.
 	refused       map[string]time.Time
 	refusalLogged map[string]bool
@@ -112,14 +128,15 @@ type memberSyncer struct {
 func newMemberSyncer(name, hash string, cfg *rest.Config, c client.Client, clk clock.PassiveClock, notify func(types.NamespacedName)) *memberSyncer {
 	return &memberSyncer{
 		name: name, hash: hash, cfg: cfg, client: c, clock: clk, notify: notify,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, 30*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "placement-" + name}),
-		plans:   map[types.NamespacedName]*plan{},
-		results: map[types.NamespacedName]result{},
-		purged:  map[types.NamespacedName]string{},
-		wrote:   map[types.NamespacedName]map[string]string{},
-		refused: map[string]time.Time{}, refusalLogged: map[string]bool{},
+		queue: priorityqueue.New("placement-"+name, func(o *priorityqueue.Opts[types.NamespacedName]) {
+			o.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, 30*time.Second)
+		}),
+		plans:      map[types.NamespacedName]*plan{},
+		results:    map[types.NamespacedName]result{},
+		purged:     map[types.NamespacedName]string{},
+		wrote:      map[types.NamespacedName]map[string]applied{},
+		namespaces: map[string]bool{},
+		refused:    map[string]time.Time{}, refusalLogged: map[string]bool{},
 	}
 }
 
@@ -161,14 +178,19 @@ func (m *memberSyncer) run(ctx context.Context, workers int) {
 		}()
 	}
 	<-ctx.Done()
-	m.queue.ShutDown()
+	m.shutDown()
 }
 
 func (m *memberSyncer) stop() {
 	if m.cancel != nil {
 		m.cancel()
 	}
-	m.queue.ShutDown()
+	m.shutDown()
+}
+
+// shutDown ends the queue once (the priority queue panics on a second time).
+func (m *memberSyncer) shutDown() {
+	m.queueDone.Do(m.queue.ShutDown)
 }
 
 func (m *memberSyncer) next(ctx context.Context) bool {
@@ -229,7 +251,7 @@ func (m *memberSyncer) next(ctx context.Context) bool {
 		m.queue.AddRateLimited(key)
 	default:
 		m.queue.Forget(key)
-		m.queue.AddAfter(key, m.resyncAfter())
+		m.queue.AddWithOpts(priorityqueue.AddOpts{After: m.resyncAfter(), Priority: ptr.To(resyncPriority)}, key)
 	}
 	return true
 }
@@ -266,6 +288,10 @@ func (m *memberSyncer) sync(ctx context.Context, key types.NamespacedName, p *pl
 		}
 	}
 	if len(errs) > 0 {
+		// The namespace may be what went missing: look again next time.
+		m.mu.Lock()
+		delete(m.namespaces, p.Namespace)
+		m.mu.Unlock()
 		return r, planHash, errors.New(kit.FirstN(errs, 3))
 	}
 	r.Synced = true
@@ -281,32 +307,67 @@ func objKey(gvk schema.GroupVersionKind, name string) string {
 }
 
 func (m *memberSyncer) ensureNamespace(ctx context.Context, ns string) error {
+	m.mu.Lock()
+	known := m.namespaces[ns]
+	m.mu.Unlock()
+	if known {
+		return nil
+	}
 	var got corev1.Namespace
 	err := m.client.Get(ctx, client.ObjectKey{Name: ns}, &got)
-	if err == nil || !apierrors.IsNotFound(err) {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	created := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{labels.ManagedBy: labels.ManagedByValue}}}
-	if err := m.client.Create(ctx, created); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	if err != nil {
+		created := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{labels.ManagedBy: labels.ManagedByValue}}}
+		if err := m.client.Create(ctx, created); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
 	}
+	m.mu.Lock()
+	m.namespaces[ns] = true
+	m.mu.Unlock()
 	return nil
+}
+
+// applied is what one apply of a copy wrote.
+type applied struct {
+	// resourceVersion of the copy after the apply.
+	resourceVersion string
+	// object is a hash of the object applied; fields one of Orderly's managed
+	// fields entry after it.
+	object, fields uint64
 }
 
 // apply writes obj with server-side apply under the placement field manager, unless
 // an object of that name exists there that is not the policy's. It returns the
-// ready replicas the member reports for a workload.
+// ready replicas the member reports for a workload. Where the watches show the
+// policy's copy with Orderly's fields as its last apply of the same object left
+// them, nothing is sent: a resync or a readiness change costs no request.
 func (m *memberSyncer) apply(ctx context.Context, key types.NamespacedName, uid types.UID, obj *unstructured.Unstructured) (int32, error) {
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(obj.GroupVersionKind())
-	err := m.client.Get(ctx, client.ObjectKeyFromObject(obj), existing)
-	switch {
-	case err == nil:
-		if existing.GetLabels()[fleetv1alpha1.PolicyUIDLabel] != string(uid) {
-			return 0, fmt.Errorf("%s %s exists on the member and is not this policy's: left alone", obj.GetKind(), obj.GetName())
+	name := objKey(obj.GroupVersionKind(), obj.GetName())
+	sum := hashObject(obj)
+	watched := m.watchedCopy(ctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
+	if watched != nil && watched.GetLabels()[fleetv1alpha1.PolicyUIDLabel] == string(uid) {
+		m.mu.Lock()
+		last := m.wrote[key][name]
+		m.mu.Unlock()
+		if last.object == sum && last.fields == hashString(orderlyFields(watched)) && watched.GetDeletionTimestamp() == nil {
+			return readyOf(watched), nil
 		}
-	case !apierrors.IsNotFound(err):
-		return 0, fmt.Errorf("reading %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	} else {
+		// Not among the watched copies: absent, or someone else's.
+		existing := &metav1.PartialObjectMetadata{}
+		existing.SetGroupVersionKind(obj.GroupVersionKind())
+		err := m.client.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+		switch {
+		case err == nil:
+			if existing.GetLabels()[fleetv1alpha1.PolicyUIDLabel] != string(uid) {
+				return 0, fmt.Errorf("%s %s exists on the member and is not this policy's: left alone", obj.GetKind(), obj.GetName())
+			}
+		case !apierrors.IsNotFound(err):
+			return 0, fmt.Errorf("reading %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
 	}
 	out := obj.DeepCopy()
 	if err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), client.FieldOwner(fleetv1alpha1.FieldManager), client.ForceOwnership); err != nil {
@@ -314,9 +375,9 @@ func (m *memberSyncer) apply(ctx context.Context, key types.NamespacedName, uid 
 	}
 	m.mu.Lock()
 	if m.wrote[key] == nil {
-		m.wrote[key] = map[string]string{}
+		m.wrote[key] = map[string]applied{}
 	}
-	m.wrote[key][objKey(obj.GroupVersionKind(), obj.GetName())] = out.GetResourceVersion()
+	m.wrote[key][name] = applied{resourceVersion: out.GetResourceVersion(), object: sum, fields: hashString(orderlyFields(out))}
 	m.mu.Unlock()
 	ready, _, _ := unstructured.NestedInt64(out.Object, "status", "readyReplicas")
 	return int32(ready), nil
@@ -326,13 +387,11 @@ func (m *memberSyncer) apply(ctx context.Context, key types.NamespacedName, uid 
 // not name.
 func (m *memberSyncer) purge(ctx context.Context, p *plan, want map[string]bool) error {
 	for _, gvk := range placedKinds {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := m.client.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingLabels{fleetv1alpha1.PolicyUIDLabel: string(p.UID)}); err != nil {
+		items, err := m.listCopies(ctx, gvk, p.Namespace, p.UID)
+		if err != nil {
 			return fmt.Errorf("listing %ss: %w", gvk.Kind, err)
 		}
-		for i := range list.Items {
-			item := &list.Items[i]
+		for _, item := range items {
 			if want[objKey(gvk, item.Name)] || item.Labels[fleetv1alpha1.PolicyUIDLabel] != string(p.UID) {
 				continue
 			}
@@ -390,7 +449,7 @@ func (g *registry) ensure(name, hash string, allowed []string, cfg *rest.Config,
 	g.members[name] = m
 	ctx, cancel := context.WithCancel(g.ctx)
 	m.cancel = cancel
-	go m.run(ctx, 2)
+	go m.run(ctx, MemberWorkers)
 	return m, nil
 }
 

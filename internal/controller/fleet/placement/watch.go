@@ -2,8 +2,10 @@ package placement
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"time"
@@ -12,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
@@ -19,8 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
@@ -68,6 +73,8 @@ func placedKindsMapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
 	for _, gvk := range placedKinds {
 		m.Add(gvk, meta.RESTScopeNamespace)
+		// A cache over several namespaces asks the mapper about the list's kind.
+		m.Add(gvk.GroupVersion().WithKind(gvk.Kind+"List"), meta.RESTScopeNamespace)
 	}
 	return m
 }
@@ -111,7 +118,7 @@ func (m *memberSyncer) startWatch(ctx context.Context) error {
 		informers = append(informers, inf)
 	}
 	m.watchMu.Lock()
-	m.informers = informers
+	m.informers, m.copies = informers, c
 	m.watchMu.Unlock()
 	go func() {
 		if err := c.Start(ctx); err != nil {
@@ -153,7 +160,7 @@ func (m *memberSyncer) watchFailed(ctx context.Context, r *toolscache.Reflector,
 		keys := slices.Collect(maps.Keys(m.plans))
 		m.mu.Unlock()
 		for _, k := range keys {
-			m.queue.AddAfter(k, FallbackResync)
+			m.queue.AddWithOpts(priorityqueue.AddOpts{After: FallbackResync, Priority: ptr.To(resyncPriority)}, k)
 		}
 	}
 }
@@ -254,7 +261,7 @@ func (m *memberSyncer) wantedCopy(gvk schema.GroupVersionKind, o client.Object) 
 		return key, false
 	}
 	name := objKey(gvk, o.GetName())
-	if rv := m.wrote[key][name]; rv != "" && rv == o.GetResourceVersion() {
+	if rv := m.wrote[key][name].resourceVersion; rv != "" && rv == o.GetResourceVersion() {
 		return key, false
 	}
 	for _, w := range p.Objects {
@@ -322,4 +329,98 @@ func slimCopy(in any) (any, error) {
 		return &metav1.PartialObjectMetadata{TypeMeta: w.TypeMeta, ObjectMeta: om}, nil
 	}
 	return in, nil
+}
+
+// watching says whether the watch of gvk can stand in for a read of the member:
+// it has listed, and the member refused no watch lately.
+func (m *memberSyncer) watching(gvk schema.GroupVersionKind) (client.Reader, bool) {
+	i := slices.Index(placedKinds, gvk)
+	m.watchMu.Lock()
+	defer m.watchMu.Unlock()
+	if m.copies == nil || i < 0 || i >= len(m.informers) || !m.informers[i].HasSynced() || m.fallbackLocked(time.Now()) {
+		return nil, false
+	}
+	return m.copies, true
+}
+
+// watchedCopy is the copy of gvk/name the watches hold (Orderly's copies only), or
+// nil when they hold none or cannot be trusted.
+func (m *memberSyncer) watchedCopy(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) client.Object {
+	c, ok := m.watching(gvk)
+	if !ok {
+		return nil
+	}
+	o := watchedObject(gvk)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o); err != nil {
+		return nil
+	}
+	return o
+}
+
+// listCopies lists the policy's copies of gvk in ns: from the watches when they can
+// be trusted, from the member otherwise.
+func (m *memberSyncer) listCopies(ctx context.Context, gvk schema.GroupVersionKind, ns string, uid types.UID) ([]*metav1.PartialObjectMetadata, error) {
+	opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{fleetv1alpha1.PolicyUIDLabel: string(uid)}}
+	var out []*metav1.PartialObjectMetadata
+	keep := func(o metav1.Object) {
+		out = append(out, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Name: o.GetName(), Namespace: o.GetNamespace(), UID: o.GetUID(), Labels: o.GetLabels()}})
+	}
+	if c, ok := m.watching(gvk); ok {
+		switch gvk.Kind {
+		case "Deployment":
+			var list appsv1.DeploymentList
+			if err := c.List(ctx, &list, opts...); err != nil {
+				return nil, err
+			}
+			for i := range list.Items {
+				keep(&list.Items[i])
+			}
+			return out, nil
+		case "StatefulSet":
+			var list appsv1.StatefulSetList
+			if err := c.List(ctx, &list, opts...); err != nil {
+				return nil, err
+			}
+			for i := range list.Items {
+				keep(&list.Items[i])
+			}
+			return out, nil
+		}
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(ctx, list, opts...); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			keep(&list.Items[i])
+		}
+		return out, nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := m.client.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		keep(&list.Items[i])
+	}
+	return out, nil
+}
+
+// hashObject is a hash of what an apply sends (JSON encodes map keys in order).
+func hashObject(u *unstructured.Unstructured) uint64 {
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return h.Sum64()
+}
+
+func hashString(s string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(s))
+	return h.Sum64()
 }

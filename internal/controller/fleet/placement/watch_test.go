@@ -2,7 +2,6 @@ package placement
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
@@ -10,11 +9,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
 	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
 	"orderly.dev/orderly/internal/labels"
@@ -105,7 +108,7 @@ func TestCopyEventsQueueOnlyWhatMatters(t *testing.T) {
 			m, key := watchedSyncer()
 			defer m.queue.ShutDown()
 			if tt.wroteRV != "" {
-				m.wrote[key] = map[string]string{objKey(deploymentGVK, "web"): tt.wroteRV}
+				m.wrote[key] = map[string]applied{objKey(deploymentGVK, "web"): {resourceVersion: tt.wroteRV}}
 			}
 			if tt.mutate != nil {
 				tt.mutate(m, key)
@@ -151,31 +154,76 @@ func TestRefusedWatchFallsBackToTheShortResync(t *testing.T) {
 	}
 }
 
-// TestStopEndsTheWatches: a member's watches (retrying against an address where
-// nothing listens) and workers end when the member is removed.
-func TestStopEndsTheWatches(t *testing.T) {
-	before := runtime.NumGoroutine()
-	cfg := &rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}
-	g := newRegistry(context.Background(), clocktesting.NewFakePassiveClock(time.Now()), nil)
-	if _, err := g.ensure("gone", "h", []string{"*"}, cfg, func(cfg *rest.Config) (client.Client, error) {
-		return client.New(cfg, client.Options{Scheme: scheme.New()})
-	}); err != nil {
+// TestApplySkipsWhatTheWatchShowsUnchanged: a copy the watches hold, with Orderly's
+// fields as its last apply of the same object left them, costs no request; a changed
+// object is applied without a read; a copy the watches do not hold is read first.
+func TestApplySkipsWhatTheWatchShowsUnchanged(t *testing.T) {
+	var gets, applies int
+	member := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme.New()).Build(), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			gets++
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+			applies++
+			return nil
+		},
+	})
+	watched := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
+	m, key := watchedSyncer()
+	m.client = member
+	m.copies = watched
+	for range placedKinds {
+		m.informers = append(m.informers, controllertest.NewFakeInformer(controllertest.Synced))
+	}
+	ctx := context.Background()
+	want := m.plans[key].Objects[0]
+	want.SetNamespace("shop")
+	step := func(name string, obj *unstructured.Unstructured, wantGets, wantApplies int) {
+		t.Helper()
+		gets, applies = 0, 0
+		if _, err := m.apply(ctx, key, "pp-uid", obj); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if gets != wantGets || applies != wantApplies {
+			t.Errorf("%s: %d reads and %d applies, want %d and %d", name, gets, applies, wantGets, wantApplies)
+		}
+	}
+
+	step("not watched", want, 1, 1)
+	// The watch now shows the copy as the apply left it (the fake apply wrote no
+	// managed fields, so Orderly's entry is empty on both sides).
+	cp := memberCopyOf("", "", 2)
+	cp.ManagedFields = nil
+	if err := watched.Create(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() <= before+len(placedKinds) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	step("unchanged", want, 0, 0)
+	if ready, _ := m.apply(ctx, key, "pp-uid", want); ready != 2 {
+		t.Errorf("ready %d, want the watched 2", ready)
 	}
-	if runtime.NumGoroutine() <= before+len(placedKinds) {
-		t.Fatalf("the watches did not start: %d goroutines, %d before", runtime.NumGoroutine(), before)
-	}
-	g.remove("gone")
-	deadline = time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before+1 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before+1 {
-		buf := make([]byte, 1<<16)
-		t.Fatalf("%d goroutines left after removing the member (%d before):\n%s", n, before, buf[:runtime.Stack(buf, true)])
-	}
+	changed := want.DeepCopy()
+	changed.SetAnnotations(map[string]string{"rev": "1"})
+	step("object changed on the hub", changed, 0, 1)
+	step("applied already", changed, 0, 0)
+	// Someone took one of Orderly's fields on the member.
+	cp.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: fleetv1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply,
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}
+	m.copies = &fixedReader{Reader: watched, obj: cp}
+	step("fields taken on the member", changed, 0, 1)
+	// A refusal makes the watch untrustworthy: read first again.
+	m.refused["secrets"] = time.Now()
+	step("watch refused", changed, 1, 1)
+}
+
+// fixedReader answers every Get with obj (the fake client keeps managed fields to
+// itself).
+type fixedReader struct {
+	client.Reader
+	obj client.Object
+}
+
+func (f *fixedReader) Get(_ context.Context, _ client.ObjectKey, out client.Object, _ ...client.GetOption) error {
+	f.obj.(*appsv1.Deployment).DeepCopyInto(out.(*appsv1.Deployment))
+	return nil
 }
