@@ -15,6 +15,8 @@ import (
 	"github.com/google/osv-scalibr/inventory/osvecosystem"
 	"github.com/google/osv-scalibr/purl"
 	"github.com/google/osv-scalibr/semantic"
+	cvss20 "github.com/pandatix/go-cvss/20"
+	cvss40 "github.com/pandatix/go-cvss/40"
 )
 
 // The matching below follows osv-scalibr's local matcher (enricher/vulnmatch/osvlocal,
@@ -200,36 +202,66 @@ func recordSeverity(r *osvRecord, a *osvAffected) Severity {
 			return s
 		}
 	}
-	best := SeverityUnknown
 	for _, list := range [][]osvSeverity{a.Severity, r.Severity} {
-		for _, s := range list {
-			var sev Severity
-			switch s.Type {
-			case "CVSS_V3":
-				score, err := cvss3BaseScore(s.Score)
-				if err != nil {
-					continue
-				}
-				sev = severityFromScore(score)
-			case "Ubuntu":
-				var err error
-				if sev, err = ParseSeverity(s.Score); err != nil {
-					continue
-				}
-			default:
-				// CVSS v2 is outdated and CVSS v4 needs its lookup tables; feeds that
-				// only carry those give Unknown unless they name a severity above.
-				continue
-			}
-			if sev.Rank() > best.Rank() {
-				best = sev
-			}
-		}
-		if best != SeverityUnknown {
-			return best
+		if sev := severityOfList(list); sev != SeverityUnknown {
+			return sev
 		}
 	}
-	return best
+	return SeverityUnknown
+}
+
+// severityOfList is the higher of the highest rating among the CVSS vectors of the
+// newest version in list (v4, then v3.x, then v2: a feed that scored a record again
+// with a newer version means that score) and the highest Ubuntu priority. Vectors
+// that do not parse are skipped.
+func severityOfList(list []osvSeverity) Severity {
+	best := map[string]Severity{}
+	for _, s := range list {
+		var sev Severity
+		switch s.Type {
+		case "CVSS_V4":
+			v, err := cvss40.ParseVector(s.Score)
+			if err != nil {
+				continue
+			}
+			sev = severityFromScore(v.Score())
+		case "CVSS_V3":
+			score, err := cvss3BaseScore(s.Score)
+			if err != nil {
+				continue
+			}
+			sev = severityFromScore(score)
+		case "CVSS_V2":
+			v, err := cvss20.ParseVector(s.Score)
+			if err != nil {
+				continue
+			}
+			sev = severityFromV2Score(v.BaseScore())
+		case "Ubuntu":
+			var err error
+			if sev, err = ParseSeverity(s.Score); err != nil {
+				continue
+			}
+		default:
+			continue
+		}
+		if sev.Rank() > best[s.Type].Rank() {
+			best[s.Type] = sev
+		}
+	}
+	sev := SeverityUnknown
+	if u, ok := best["Ubuntu"]; ok {
+		sev = u
+	}
+	for _, t := range []string{"CVSS_V4", "CVSS_V3", "CVSS_V2"} {
+		if v, ok := best[t]; ok && v != SeverityUnknown {
+			if v.Rank() > sev.Rank() {
+				sev = v
+			}
+			break
+		}
+	}
+	return sev
 }
 
 // severityField reads {"severity": "HIGH"} (GitHub, Alpine secdb, many OS feeds) or

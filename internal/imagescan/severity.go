@@ -72,6 +72,15 @@ func severityFromScore(score float64) Severity {
 	return SeverityUnknown
 }
 
+// severityFromV2Score maps a CVSS v2 base score to the rating NVD gives v2 scores
+// (v2 has no Critical): 7.0+ High, 4.0+ Medium, above 0 Low.
+func severityFromV2Score(score float64) Severity {
+	if score >= 9.0 {
+		return SeverityHigh
+	}
+	return severityFromScore(score)
+}
+
 // cvss3BaseScore computes the base score of a CVSS v3.0 or v3.1 vector
 // ("CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H") with the formulas of the
 // CVSS v3.1 specification, section 7. Temporal and environmental metrics are ignored.

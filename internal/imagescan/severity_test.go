@@ -65,6 +65,8 @@ func TestParseSeverityAndRank(t *testing.T) {
 func TestRecordSeverity(t *testing.T) {
 	const critical = "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"
 	const medium = "CVSS:3.1/AV:L/AC:L/PR:L/UI:N/S:U/C:N/I:N/A:H"
+	const v4Critical = "CVSS:4.0/AV:N/AC:L/AT:N/PR:N/UI:N/VC:H/VI:H/VA:H/SC:N/SI:N/SA:N"
+	const v4High = "CVSS:4.0/AV:L/AC:L/AT:N/PR:L/UI:N/VC:H/VI:H/VA:H/SC:N/SI:N/SA:N"
 	tests := []struct {
 		name string
 		rec  string
@@ -77,7 +79,17 @@ func TestRecordSeverity(t *testing.T) {
 		{"highest CVSS v3 vector", `{"affected":[{}],"severity":[{"type":"CVSS_V3","score":"` + medium + `"},{"type":"CVSS_V3","score":"` + critical + `"}]}`, SeverityCritical},
 		{"affected's CVSS before the record's", `{"affected":[{"severity":[{"type":"CVSS_V3","score":"` + medium + `"}]}],"severity":[{"type":"CVSS_V3","score":"` + critical + `"}]}`, SeverityMedium},
 		{"Ubuntu priority", `{"affected":[{}],"severity":[{"type":"Ubuntu","score":"high"}]}`, SeverityHigh},
-		{"only CVSS v4", `{"affected":[{}],"severity":[{"type":"CVSS_V4","score":"CVSS:4.0/AV:N/AC:L/AT:N/PR:N/UI:N/VC:H/VI:H/VA:H/SC:N/SI:N/SA:N"}]}`, SeverityUnknown},
+		// v4 scores from the CVSS v4.0 calculator: 9.3 and 8.5.
+		{"CVSS v4 critical", `{"affected":[{}],"severity":[{"type":"CVSS_V4","score":"` + v4Critical + `"}]}`, SeverityCritical},
+		{"CVSS v4 high", `{"affected":[{}],"severity":[{"type":"CVSS_V4","score":"` + v4High + `"}]}`, SeverityHigh},
+		{"CVSS v4 before v3", `{"affected":[{}],"severity":[{"type":"CVSS_V3","score":"` + critical + `"},{"type":"CVSS_V4","score":"` + v4High + `"}]}`, SeverityHigh},
+		// v2 base scores 10.0, 7.5 and 4.3; NVD rates v2 10.0 High.
+		{"CVSS v2 10.0 is High", `{"affected":[{}],"severity":[{"type":"CVSS_V2","score":"AV:N/AC:L/Au:N/C:C/I:C/A:C"}]}`, SeverityHigh},
+		{"CVSS v2 7.5", `{"affected":[{}],"severity":[{"type":"CVSS_V2","score":"AV:N/AC:L/Au:N/C:P/I:P/A:P"}]}`, SeverityHigh},
+		{"CVSS v2 4.3", `{"affected":[{}],"severity":[{"type":"CVSS_V2","score":"AV:N/AC:M/Au:N/C:N/I:P/A:N"}]}`, SeverityMedium},
+		{"CVSS v3 before v2", `{"affected":[{}],"severity":[{"type":"CVSS_V2","score":"AV:N/AC:L/Au:N/C:C/I:C/A:C"},{"type":"CVSS_V3","score":"` + medium + `"}]}`, SeverityMedium},
+		{"unparsable v4 falls back to v3", `{"affected":[{}],"severity":[{"type":"CVSS_V4","score":"CVSS:4.0/AV:X"},{"type":"CVSS_V3","score":"` + medium + `"}]}`, SeverityMedium},
+		{"Ubuntu priority above the CVSS", `{"affected":[{}],"severity":[{"type":"Ubuntu","score":"high"},{"type":"CVSS_V3","score":"` + medium + `"}]}`, SeverityHigh},
 		{"unparsable severity word falls through to CVSS", `{"affected":[{}],"database_specific":{"severity":"urgent"},"severity":[{"type":"CVSS_V3","score":"` + medium + `"}]}`, SeverityMedium},
 		{"nothing", `{"affected":[{}]}`, SeverityUnknown},
 	}
