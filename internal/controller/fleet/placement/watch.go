@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
@@ -360,52 +361,34 @@ func (m *memberSyncer) watchedCopy(ctx context.Context, gvk schema.GroupVersionK
 // listCopies lists the policy's copies of gvk in ns: from the watches when they can
 // be trusted, from the member otherwise.
 func (m *memberSyncer) listCopies(ctx context.Context, gvk schema.GroupVersionKind, ns string, uid types.UID) ([]*metav1.PartialObjectMetadata, error) {
-	opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{fleetv1alpha1.PolicyUIDLabel: string(uid)}}
-	var out []*metav1.PartialObjectMetadata
-	keep := func(o metav1.Object) {
-		out = append(out, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-			Name: o.GetName(), Namespace: o.GetNamespace(), UID: o.GetUID(), Labels: o.GetLabels()}})
-	}
+	metaList := &metav1.PartialObjectMetadataList{}
+	metaList.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	var list client.ObjectList = metaList
+	var reader client.Reader = m.client
 	if c, ok := m.watching(gvk); ok {
+		reader = c
+		// The watches hold workloads typed (watchedObject).
 		switch gvk.Kind {
 		case "Deployment":
-			var list appsv1.DeploymentList
-			if err := c.List(ctx, &list, opts...); err != nil {
-				return nil, err
-			}
-			for i := range list.Items {
-				keep(&list.Items[i])
-			}
-			return out, nil
+			list = &appsv1.DeploymentList{}
 		case "StatefulSet":
-			var list appsv1.StatefulSetList
-			if err := c.List(ctx, &list, opts...); err != nil {
-				return nil, err
-			}
-			for i := range list.Items {
-				keep(&list.Items[i])
-			}
-			return out, nil
+			list = &appsv1.StatefulSetList{}
 		}
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := c.List(ctx, list, opts...); err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			keep(&list.Items[i])
-		}
-		return out, nil
 	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := m.client.List(ctx, list, opts...); err != nil {
+	if err := reader.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{fleetv1alpha1.PolicyUIDLabel: string(uid)}); err != nil {
 		return nil, err
 	}
-	for i := range list.Items {
-		keep(&list.Items[i])
-	}
-	return out, nil
+	var out []*metav1.PartialObjectMetadata
+	err := meta.EachListItem(list, func(o runtime.Object) error {
+		a, err := meta.Accessor(o)
+		if err != nil {
+			return err
+		}
+		out = append(out, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Name: a.GetName(), Namespace: a.GetNamespace(), UID: a.GetUID(), Labels: a.GetLabels()}})
+		return nil
+	})
+	return out, err
 }
 
 // hashObject is a hash of what an apply sends (JSON encodes map keys in order).
