@@ -68,6 +68,23 @@ func watchedObject(gvk schema.GroupVersionKind) client.Object {
 	return o
 }
 
+// watchedList is the list type of watchedObject(gvk).
+func watchedList(gvk schema.GroupVersionKind) client.ObjectList {
+	switch gvk.Kind {
+	case "Deployment":
+		return &appsv1.DeploymentList{}
+	case "StatefulSet":
+		return &appsv1.StatefulSetList{}
+	}
+	return metadataList(gvk)
+}
+
+func metadataList(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	return l
+}
+
 // placedKindsMapper maps the placed kinds without asking the member (discovery would
 // block on a member that is down).
 func placedKindsMapper() meta.RESTMapper {
@@ -361,19 +378,10 @@ func (m *memberSyncer) watchedCopy(ctx context.Context, gvk schema.GroupVersionK
 // listCopies lists the policy's copies of gvk in ns: from the watches when they can
 // be trusted, from the member otherwise.
 func (m *memberSyncer) listCopies(ctx context.Context, gvk schema.GroupVersionKind, ns string, uid types.UID) ([]*metav1.PartialObjectMetadata, error) {
-	metaList := &metav1.PartialObjectMetadataList{}
-	metaList.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	var list client.ObjectList = metaList
+	var list client.ObjectList = metadataList(gvk)
 	var reader client.Reader = m.client
 	if c, ok := m.watching(gvk); ok {
-		reader = c
-		// The watches hold workloads typed (watchedObject).
-		switch gvk.Kind {
-		case "Deployment":
-			list = &appsv1.DeploymentList{}
-		case "StatefulSet":
-			list = &appsv1.StatefulSetList{}
-		}
+		list, reader = watchedList(gvk), c
 	}
 	if err := reader.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{fleetv1alpha1.PolicyUIDLabel: string(uid)}); err != nil {
 		return nil, err
