@@ -209,6 +209,7 @@ func runManager(ctx context.Context, o managerOptions) error {
 	if err := o.metrics.validate(); err != nil {
 		return err
 	}
+	registerClientLatency()
 	leaseDuration, renewDeadline, retryPeriod, err := leaseTimings(o)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"orderly.dev/orderly/internal/metricsauth"
@@ -36,6 +37,14 @@ func (o metricsOptions) validate() error {
 		return errors.New("--metrics-cert-dir needs --metrics-secure")
 	}
 	return nil
+}
+
+// registerClientLatency turns on client-go's request latency histogram
+// (rest_client_request_duration_seconds, by verb and host), which controller-runtime
+// leaves off: it tells a slow API server from a slow controller. The series are few:
+// one host and a handful of verbs.
+func registerClientLatency() {
+	metrics.RegisterRESTClientMetrics(metrics.MetricRequestLatency)
 }
 
 // serverOptions are the manager's metrics server options for address addr.

@@ -27,16 +27,20 @@ import (
 
 // Names of the objects Orderly puts in every tenant namespace.
 const (
-	ownersBindingName  = "orderly-tenant-owners"
-	extraBindingPrefix = "orderly-tenant-binding-"
-	quotaName          = "orderly-tenant-quota"
-	limitRangeName     = "orderly-tenant-limits"
-	networkPolicyName  = "orderly-tenant-isolation"
-	rbacAPIGroup       = "rbac.authorization.k8s.io"
-	kindRoleBinding    = "RoleBinding"
-	kindResourceQuota  = "ResourceQuota"
-	kindLimitRange     = "LimitRange"
-	kindNetworkPolicy  = "NetworkPolicy"
+	ownersBindingName                    = "orderly-tenant-owners"
+	extraBindingPrefix                   = "orderly-tenant-binding-"
+	quotaName                            = "orderly-tenant-quota"
+	limitRangeName                       = "orderly-tenant-limits"
+	networkPolicyName                    = "orderly-tenant-isolation"
+	rbacAPIGroup                         = "rbac.authorization.k8s.io"
+	kindRoleBinding                      = "RoleBinding"
+	kindResourceQuota                    = "ResourceQuota"
+	kindLimitRange                       = "LimitRange"
+	kindNetworkPolicy                    = "NetworkPolicy"
+	kindNamespace                        = "Namespace"
+	kindClusterRole                      = "ClusterRole"
+	kindClusterRoleBinding               = "ClusterRoleBinding"
+	kindValidatingAdmissionPolicyBinding = "ValidatingAdmissionPolicyBinding"
 	// maxAdditionalRoleBindings is the API's MaxItems of additionalRoleBindings: the
 	// extra bindings are named extraBindingPrefix 0 to 31, and the manager's RBAC
 	// names each of them.
@@ -321,6 +325,7 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancy
 		// up as AlreadyExists here, and is then read from the API server. A create, not
 		// an apply, because an apply would take the foreign object over.
 		created := desired.DeepCopyObject().(T)
+		r.created.expect(kind, created)
 		err = r.Create(ctx, created, client.FieldOwner(labels.FieldManager))
 		if err == nil {
 			r.converged.remember(kind, created, want)
@@ -329,6 +334,7 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancy
 			}
 			return "", nil
 		}
+		r.created.take(kind, created)
 		if !apierrors.IsAlreadyExists(err) {
 			return "", fmt.Errorf("creating %s %s: %w", kind, key, err)
 		}
@@ -352,7 +358,9 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancy
 			return "", fmt.Errorf("replacing %s %s: %w", kind, key, err)
 		}
 		created := desired.DeepCopyObject().(T)
+		r.created.expect(kind, created)
 		if err := r.Create(ctx, created, client.FieldOwner(labels.FieldManager)); err != nil {
+			r.created.take(kind, created)
 			return "", fmt.Errorf("replacing %s %s: %w", kind, key, err)
 		}
 		r.converged.remember(kind, created, want)
@@ -415,14 +423,16 @@ func kindOf(obj client.Object) string {
 		return kindLimitRange
 	case *networkingv1.NetworkPolicy:
 		return kindNetworkPolicy
+	case *corev1.Namespace:
+		return kindNamespace
 	case *rbacv1.ClusterRole:
-		return "ClusterRole"
+		return kindClusterRole
 	case *rbacv1.ClusterRoleBinding:
-		return "ClusterRoleBinding"
+		return kindClusterRoleBinding
 	case *admissionv1.ValidatingAdmissionPolicy:
 		return "ValidatingAdmissionPolicy"
 	case *admissionv1.ValidatingAdmissionPolicyBinding:
-		return "ValidatingAdmissionPolicyBinding"
+		return kindValidatingAdmissionPolicyBinding
 	}
 	return fmt.Sprintf("%T", obj)
 }

@@ -18,11 +18,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -48,6 +50,15 @@ const conflictRecheck = time.Minute
 // namespace that is not (yet) labelled still reaches the Tenants that want it.
 const namespaceIndex = "spec.namespaces.name"
 
+// tenantLabelIndex indexes namespaces by their tenant label: a Tenant's reconcile
+// lists its namespaces twice, and a label selector would walk every namespace.
+const tenantLabelIndex = "metadata.labels.tenant"
+
+// tenantNamespaces selects the namespaces labelled as the Tenant named name's.
+func tenantNamespaces(name string) client.MatchingFields {
+	return client.MatchingFields{tenantLabelIndex: name}
+}
+
 // Reconciler reconciles Tenants.
 type Reconciler struct {
 	client.Client
@@ -70,6 +81,8 @@ type Reconciler struct {
 	ResourcesResync time.Duration
 
 	converged *convergedChildren
+	// created drops the create events of what this controller created (owncreates.go).
+	created *ownCreates
 	// resourceWatches watches the kinds of spec.resources (resources_watch.go).
 	resourceWatches *resourceWatches
 	// clusterWrites remembers the cluster-scoped objects of self-service as written.
@@ -130,6 +143,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.converged == nil {
 		r.converged = newConvergedChildren()
 	}
+	if r.created == nil {
+		r.created = newOwnCreates()
+	}
+	// The create event of what a reconcile created would go only to that Tenant,
+	// which knows of it already (owncreates.go). A Tenant listing a namespace that
+	// another created learns of it in its own reconcile: its create fails with
+	// AlreadyExists.
+	ours := r.created.notOwnCreate
 	if r.Bindable == nil {
 		r.Bindable = newBindableRoles(nil)
 	}
@@ -149,21 +170,29 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}); err != nil {
 		return fmt.Errorf("indexing Tenants by namespace: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Namespace{}, tenantLabelIndex, func(o client.Object) []string {
+		if t := o.GetLabels()[tenancyv1alpha1.TenantLabel]; t != "" {
+			return []string{t}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing namespaces by tenant: %w", err)
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(opts).
 		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&rbacv1.RoleBinding{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged)).
-		Owns(&corev1.ResourceQuota{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged)).
-		Owns(&corev1.LimitRange{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged)).
-		Owns(&networkingv1.NetworkPolicy{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged)).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.tenantsForNamespace)).
+		Owns(&rbacv1.RoleBinding{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged, ours(kindRoleBinding))).
+		Owns(&corev1.ResourceQuota{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged, ours(kindResourceQuota))).
+		Owns(&corev1.LimitRange{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged, ours(kindLimitRange))).
+		Owns(&networkingv1.NetworkPolicy{}, builder.OnlyMetadata, builder.WithPredicates(ownedChanged, ours(kindNetworkPolicy))).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.tenantsForNamespace), builder.WithPredicates(ours(kindNamespace))).
 		// The usage and enforced limits of the tenants' quotas: typed, with only
 		// limits and usage kept (childMetadata).
 		Watches(&corev1.ResourceQuota{}, handler.Funcs{UpdateFunc: r.quotaUsageChanged}, builder.WithPredicates(quotaStatusChanged)).
-		Owns(&admissionv1.ValidatingAdmissionPolicyBinding{}).
-		Owns(&rbacv1.ClusterRole{}).
-		Owns(&rbacv1.ClusterRoleBinding{}).
+		Owns(&admissionv1.ValidatingAdmissionPolicyBinding{}, builder.WithPredicates(ours(kindValidatingAdmissionPolicyBinding))).
+		Owns(&rbacv1.ClusterRole{}, builder.WithPredicates(ours(kindClusterRole))).
+		Owns(&rbacv1.ClusterRoleBinding{}, builder.WithPredicates(ours(kindClusterRoleBinding))).
 		Watches(&admissionv1.ValidatingAdmissionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.selfServiceTenants)).
 		Watches(&admissionv1.ValidatingAdmissionPolicyBinding{}, handler.EnqueueRequestsFromMapFunc(r.selfServiceTenants)).
 		Build(r)
@@ -216,6 +245,11 @@ func (r *Reconciler) quotaUsageChanged(ctx context.Context, e event.UpdateEvent,
 	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: t.Name}}
 	if t.Spec.TotalQuota != nil {
 		q.Add(req)
+		return
+	}
+	// A report waits behind the Tenants that have objects to write.
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{After: usageRefresh, Priority: ptr.To(handler.LowPriority)}, req)
 		return
 	}
 	q.AddAfter(req, usageRefresh)

@@ -211,6 +211,7 @@ func failed(res namespaceResult, err error) namespaceResult {
 // someone made it first. A create, unlike an apply, fails when the namespace exists,
 // so origin "created" is only ever written on a namespace Orderly made.
 func (r *Reconciler) createNamespace(ctx context.Context, ns *corev1.Namespace) (*corev1.Namespace, bool, error) {
+	r.created.expect(kindNamespace, ns)
 	if err := r.Create(ctx, ns, client.FieldOwner(labels.FieldManager)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// Someone (or our own earlier attempt, not yet in the cache) made it first:
@@ -221,6 +222,7 @@ func (r *Reconciler) createNamespace(ctx context.Context, ns *corev1.Namespace) 
 			}
 			return live, false, nil
 		}
+		r.created.take(kindNamespace, ns)
 		return nil, false, err
 	}
 	log.FromContext(ctx).Info("Created Namespace for Tenant", "namespace", ns.Name)
@@ -309,7 +311,7 @@ func legacyCleanup(live, want *corev1.Namespace) []patchOp {
 // an earlier Tenant's of that name, and is not t's to release or delete.
 func (r *Reconciler) ownedNamespaces(ctx context.Context, t *tenancyv1alpha1.Tenant) ([]corev1.Namespace, error) {
 	var list corev1.NamespaceList
-	if err := r.List(ctx, &list, client.MatchingLabels{tenancyv1alpha1.TenantLabel: t.Name}); err != nil {
+	if err := r.List(ctx, &list, tenantNamespaces(t.Name)); err != nil {
 		return nil, fmt.Errorf("listing namespaces of tenant %q: %w", t.Name, err)
 	}
 	return slices.DeleteFunc(list.Items, func(ns corev1.Namespace) bool { return !ownedBy(&ns, t) }), nil

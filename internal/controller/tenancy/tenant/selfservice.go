@@ -111,7 +111,13 @@ func (r *Reconciler) ensureCluster(ctx context.Context, owner *tenancyv1alpha1.T
 	err := r.Get(ctx, client.ObjectKeyFromObject(desired), live)
 	switch {
 	case apierrors.IsNotFound(err):
+		if owner != nil { // its Owns watch drops the create event
+			r.created.expect(kind, desired)
+		}
 		err := r.Create(ctx, desired, client.FieldOwner(labels.FieldManager))
+		if err != nil && owner != nil {
+			r.created.take(kind, desired)
+		}
 		if err == nil {
 			log.FromContext(ctx).Info("Created "+kind+" for Tenant", "name", desired.GetName())
 			r.clusterWrites.remember(kind, desired.GetName(), desired.GetUID(), desired.GetResourceVersion(), want)
@@ -269,7 +275,7 @@ func asNotOurs(err error, target *errNotOurs) bool { return errors.As(err, targe
 // spec.namespaces and annotated for adoption instead.
 func (r *Reconciler) selfServiceCandidates(ctx context.Context, t *tenancyv1alpha1.Tenant) ([]corev1.Namespace, error) {
 	var list corev1.NamespaceList
-	if err := r.List(ctx, &list, client.MatchingLabels{tenancyv1alpha1.TenantLabel: t.Name}); err != nil {
+	if err := r.List(ctx, &list, tenantNamespaces(t.Name)); err != nil {
 		return nil, fmt.Errorf("listing namespaces of tenant %q: %w", t.Name, err)
 	}
 	var out []corev1.Namespace
