@@ -185,8 +185,11 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, t *tenancyv1alpha1.
 		res.state, res.message = tenancyv1alpha1.NamespaceConflict, conflictMessage(&ns, t)
 		return res
 	}
-	if err := r.applyNamespace(ctx, t, &ns, desiredNamespace(t, spec, &ns)); err != nil {
-		return failed(res, fmt.Errorf("updating namespace %q: %w", ns.Name, err))
+	// A namespace this reconcile created holds what it wants already.
+	if !res.created {
+		if err := r.applyNamespace(ctx, t, &ns, desiredNamespace(t, spec, &ns)); err != nil {
+			return failed(res, fmt.Errorf("updating namespace %q: %w", ns.Name, err))
+		}
 	}
 	if ns.Annotations[tenancyv1alpha1.AdoptAnnotation] == t.Name {
 		if err := r.removeAdoptAnnotation(ctx, t, &ns); err != nil {
