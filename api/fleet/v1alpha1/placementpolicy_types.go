@@ -25,6 +25,14 @@ const (
 	AllowedNamespacesAnnotation = "fleet.orderly.dev/allowed-namespaces"
 	// KubeconfigKey is the key of the kubeconfig in the Secret.
 	KubeconfigKey = "kubeconfig"
+	// HealthSourceAnnotation, on a ClusterProfile, says who writes its
+	// ControlPlaneHealthy condition: HealthSourceOrderly (the default) or
+	// HealthSourceFleetManager. With the fleet manager, Orderly still probes the
+	// member but writes what it finds to its own condition
+	// (fleet.orderly.dev/Reachable), and failover follows the fleet manager's verdict.
+	HealthSourceAnnotation   = "fleet.orderly.dev/health-source"
+	HealthSourceOrderly      = "Orderly"
+	HealthSourceFleetManager = "FleetManager"
 
 	// PolicyNamespaceLabel, PolicyNameLabel and PolicyUIDLabel are on every object
 	// Orderly applies to a member: the PlacementPolicy that placed it. Orderly changes

@@ -359,7 +359,8 @@ func (r *Reconciler) place(ctx context.Context, pp *fleetv1alpha1.PlacementPolic
 		syncer := r.members.get(m.Name)
 		switch {
 		case syncer == nil:
-			cs.Error = "Orderly has no working credentials for this cluster: see the ClusterProfile's ControlPlaneHealthy condition"
+			typ, _ := probeCondition(profiles[m.Name])
+			cs.Error = "Orderly has no working credentials for this cluster: see the ClusterProfile's " + typ + " condition"
 		case obs.selectErr != nil:
 			// A failed read of the hub changes no member.
 		default:

@@ -45,6 +45,10 @@ const (
 	ReasonReadyzFailed  = "ReadyzFailed"
 	ReasonNoCredentials = "CredentialsInvalid"
 
+	// ConditionReachable is where Orderly writes its probe's result on a profile
+	// whose health the fleet manager writes (HealthSourceAnnotation).
+	ConditionReachable = "fleet.orderly.dev/Reachable"
+
 	// ConditionCopiesWatched says whether Orderly watches its copies on the member
 	// or, refused, relies on the short resync there.
 	ConditionCopiesWatched = "fleet.orderly.dev/CopiesWatched"
@@ -96,7 +100,7 @@ func (r *HealthReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		r.members.remove(cp.Name)
 		clusterHealthy.WithLabelValues(cp.Name).Set(0)
-		return ctrl.Result{RequeueAfter: ProbeInterval}, r.writeHealth(ctx, &cp, metav1.ConditionFalse, ReasonNoCredentials, err.Error())
+		return ctrl.Result{RequeueAfter: ProbeInterval}, r.writeProbe(ctx, &cp, metav1.ConditionFalse, ReasonNoCredentials, err.Error())
 	}
 	status, reason, msg := metav1.ConditionTrue, ReasonReadyzOK, "The API server's /readyz answered ok."
 	if err := probe(ctx, m.cfg); err != nil {
@@ -105,7 +109,7 @@ func (r *HealthReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	} else {
 		clusterHealthy.WithLabelValues(cp.Name).Set(1)
 	}
-	if err := r.writeHealth(ctx, &cp, status, reason, msg); err != nil || status != metav1.ConditionTrue {
+	if err := r.writeProbe(ctx, &cp, status, reason, msg); err != nil || status != metav1.ConditionTrue {
 		return ctrl.Result{RequeueAfter: ProbeInterval}, err
 	}
 	return ctrl.Result{RequeueAfter: ProbeInterval}, r.writeWatched(ctx, &cp, m)
@@ -220,24 +224,55 @@ func probe(ctx context.Context, cfg *rest.Config) error {
 	return nil
 }
 
-// writeHealth sets ControlPlaneHealthy when its status or reason changed: the
-// condition's lastTransitionTime is when the cluster went unhealthy, which
-// failover.unhealthyFor counts from.
-func (r *HealthReconciler) writeHealth(ctx context.Context, cp *clusterinventoryv1alpha1.ClusterProfile, status metav1.ConditionStatus, reason, msg string) error {
-	if c := meta.FindStatusCondition(cp.Status.Conditions, clusterinventoryv1alpha1.ClusterConditionControlPlaneHealthy); c != nil && c.Status == status && c.Reason == reason {
+// probeCondition is the condition Orderly writes its probe's result to on cp:
+// ControlPlaneHealthy, unless the profile says the fleet manager writes that
+// (HealthSourceAnnotation); then Orderly's own ConditionReachable, and note says why
+// when the annotation's value is not one Orderly knows (it is then taken as the fleet
+// manager's: Orderly never writes a condition someone may have meant to keep).
+func probeCondition(cp *clusterinventoryv1alpha1.ClusterProfile) (conditionType, note string) {
+	switch v, ok := cp.Annotations[fleetv1alpha1.HealthSourceAnnotation]; {
+	case !ok || v == fleetv1alpha1.HealthSourceOrderly:
+		return clusterinventoryv1alpha1.ClusterConditionControlPlaneHealthy, ""
+	case v == fleetv1alpha1.HealthSourceFleetManager:
+		return ConditionReachable, ""
+	default:
+		return ConditionReachable, fmt.Sprintf(" The annotation %s=%q is neither %s nor %s: Orderly leaves ControlPlaneHealthy to the fleet manager.",
+			fleetv1alpha1.HealthSourceAnnotation, v, fleetv1alpha1.HealthSourceOrderly, fleetv1alpha1.HealthSourceFleetManager)
+	}
+}
+
+// writeProbe records a probe's result in cp's probeCondition when its status,
+// reason or note changed, and removes the other one Orderly may have written before
+// the health source changed. ControlPlaneHealthy's lastTransitionTime is when the
+// cluster went unhealthy, which failover.unhealthyFor counts from.
+func (r *HealthReconciler) writeProbe(ctx context.Context, cp *clusterinventoryv1alpha1.ClusterProfile, status metav1.ConditionStatus, reason, msg string) error {
+	typ, note := probeCondition(cp)
+	msg = kit.Truncate(msg+note, 1024)
+	stale := ""
+	if typ == clusterinventoryv1alpha1.ClusterConditionControlPlaneHealthy {
+		stale = ConditionReachable
+	}
+	current := func(conds []metav1.Condition) bool {
+		c := meta.FindStatusCondition(conds, typ)
+		same := c != nil && c.Status == status && c.Reason == reason && (note == "" || c.Message == msg)
+		return same && (stale == "" || meta.FindStatusCondition(conds, stale) == nil)
+	}
+	if current(cp.Status.Conditions) {
 		return nil
 	}
 	return kit.PatchStatus(ctx, r.Client, r.APIReader, cp, func(o *clusterinventoryv1alpha1.ClusterProfile) {
-		if c := meta.FindStatusCondition(o.Status.Conditions, clusterinventoryv1alpha1.ClusterConditionControlPlaneHealthy); c != nil && c.Status == status && c.Reason == reason {
+		if current(o.Status.Conditions) {
 			return
 		}
 		if o.Status.Conditions == nil {
 			o.Status.Conditions = []metav1.Condition{}
 		}
+		if stale != "" {
+			meta.RemoveStatusCondition(&o.Status.Conditions, stale)
+		}
 		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{
-			Type: clusterinventoryv1alpha1.ClusterConditionControlPlaneHealthy, Status: status, Reason: reason,
-			Message: kit.Truncate(msg, 1024), ObservedGeneration: o.Generation,
-			LastTransitionTime: metav1.NewTime(r.Clock.Now()),
+			Type: typ, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: o.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
 		})
 	})
 }

@@ -300,6 +300,97 @@ func TestDivideFailoverAndReturn(t *testing.T) {
 	}
 }
 
+// TestHealthFromTheFleetManager plays a fleet manager that writes ControlPlaneHealthy
+// itself (fm1 is annotated so): Orderly writes its probe's result to its own
+// condition and never to the fleet manager's, and failover follows the fleet
+// manager's verdict even while Orderly's probe succeeds. Removing the annotation hands
+// ControlPlaneHealthy back to Orderly.
+func TestHealthFromTheFleetManager(t *testing.T) {
+	ctx := context.Background()
+	profile := func() *clusterinventoryv1alpha1.ClusterProfile {
+		var cp clusterinventoryv1alpha1.ClusterProfile
+		if err := k.Get(ctx, client.ObjectKey{Namespace: fleetNamespace, Name: "fm1"}, &cp); err != nil {
+			t.Fatal(err)
+		}
+		return &cp
+	}
+	eventually(t, "Orderly's probe result in its own condition, none in ControlPlaneHealthy", func() error {
+		cp := profile()
+		if c := meta.FindStatusCondition(cp.Status.Conditions, ConditionReachable); c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonReadyzOK {
+			return fmt.Errorf("%s = %+v", ConditionReachable, c)
+		}
+		if c := meta.FindStatusCondition(cp.Status.Conditions, clusterinventoryv1alpha1.ClusterConditionControlPlaneHealthy); c != nil {
+			return fmt.Errorf("Orderly wrote ControlPlaneHealthy: %+v", c)
+		}
+		return nil
+	})
+
+	const ns = "fm"
+	makeNamespace(t, ns)
+	if err := k.Create(ctx, deployment(ns, "web", "web:1", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Create(ctx, &fleetv1alpha1.PlacementPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: fleetv1alpha1.PlacementPolicySpec{
+			ResourceSelectors: []fleetv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			ClusterSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"env": "fleetmanager"}},
+			Failover:          fleetv1alpha1.Failover{UnhealthyFor: metav1.Duration{Duration: time.Minute}},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "placed while the fleet manager has said nothing", wantReplicas("fm1", ns, "web", 2))
+
+	setFleetManagerHealth := func(status metav1.ConditionStatus, reason string) {
+		cp := profile()
+		meta.SetStatusCondition(&cp.Status.Conditions, metav1.Condition{Type: clusterinventoryv1alpha1.ClusterConditionControlPlaneHealthy,
+			Status: status, Reason: reason, Message: "written by the fleet manager", LastTransitionTime: metav1.NewTime(fakeClock.Now())})
+		if err := k.Status().Update(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setFleetManagerHealth(metav1.ConditionFalse, "AgentLost")
+	eventually(t, "fm1 unhealthy on the fleet manager's word", func() error {
+		if ph := clusterPhase(getPolicy(t, ns, "web"), "fm1"); ph != fleetv1alpha1.ClusterUnhealthy {
+			return fmt.Errorf("fm1 is %s", ph)
+		}
+		return nil
+	})
+	consistently(t, 2*time.Second, "Orderly's succeeding probes leave the fleet manager's condition alone", func() error {
+		c := meta.FindStatusCondition(profile().Status.Conditions, clusterinventoryv1alpha1.ClusterConditionControlPlaneHealthy)
+		if c == nil || c.Reason != "AgentLost" {
+			return fmt.Errorf("ControlPlaneHealthy = %+v", c)
+		}
+		return nil
+	})
+	fakeClock.Step(61 * time.Second)
+	eventually(t, "fm1 failed after unhealthyFor", func() error {
+		if ph := clusterPhase(getPolicy(t, ns, "web"), "fm1"); ph != fleetv1alpha1.ClusterFailed {
+			return fmt.Errorf("fm1 is %s", ph)
+		}
+		return nil
+	})
+
+	// Handing health back to Orderly: its probe's verdict replaces the fleet
+	// manager's, and its own condition goes.
+	cp := profile()
+	delete(cp.Annotations, fleetv1alpha1.HealthSourceAnnotation)
+	if err := k.Update(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "ControlPlaneHealthy written by Orderly again", func() error {
+		cp := profile()
+		if c := meta.FindStatusCondition(cp.Status.Conditions, clusterinventoryv1alpha1.ClusterConditionControlPlaneHealthy); c == nil || c.Reason != ReasonReadyzOK {
+			return fmt.Errorf("ControlPlaneHealthy = %+v", c)
+		}
+		if c := meta.FindStatusCondition(cp.Status.Conditions, ConditionReachable); c != nil {
+			return fmt.Errorf("%s still there: %+v", ConditionReachable, c)
+		}
+		return nil
+	})
+}
+
 // TestHubChangesReachMembers: a change on the hub of every placeable kind but the
 // Deployment (TestDuplicateOverrideDriftAndOwnership has it) reaches the member at
 // once: Resync is far off, so only the hub's watches bring it.

@@ -106,6 +106,17 @@ func TestMain(m *testing.M) {
 		if err := register(ctx, "rb1", map[string]string{"env": "rbac"}, "rbac", tm, cfg); err != nil {
 			return teardown, err
 		}
+		// fm1's health is written by its fleet manager (the test plays it).
+		tm, err = startMember()
+		if err != nil {
+			return teardown, err
+		}
+		stops = append(stops, func() { tm.proxy.stop(); _ = tm.env.Stop() })
+		members["fm1"] = tm
+		if err := register(ctx, "fm1", map[string]string{"env": "fleetmanager"}, "fm", tm, tm.env.Config,
+			fleetv1alpha1.HealthSourceAnnotation, fleetv1alpha1.HealthSourceFleetManager); err != nil {
+			return teardown, err
+		}
 		stop, err := e.StartManager(kit.Deps{Clock: fakeClock, Namespace: managerNamespace}, []kit.Controller{Controller})
 		if err != nil {
 			return teardown, err
@@ -173,7 +184,7 @@ func restrictedUser(ctx context.Context, tm *testMember, ns string) (*rest.Confi
 // register stores the member's kubeconfig for cfg's credentials (through its proxy)
 // in the manager's namespace, admitting the allowed namespaces, and creates its
 // ClusterProfile.
-func register(ctx context.Context, name string, profileLabels map[string]string, allowed string, tm *testMember, cfg *rest.Config) error {
+func register(ctx context.Context, name string, profileLabels map[string]string, allowed string, tm *testMember, cfg *rest.Config, profileAnnotations ...string) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[name] = &clientcmdapi.Cluster{Server: "https://" + tm.proxy.addr, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
@@ -194,10 +205,14 @@ func register(ctx context.Context, name string, profileLabels map[string]string,
 	if err := k.Create(ctx, secret); err != nil {
 		return err
 	}
+	annotations := map[string]string{fleetv1alpha1.KubeconfigSecretAnnotation: secret.Name}
+	for i := 0; i+1 < len(profileAnnotations); i += 2 {
+		annotations[profileAnnotations[i]] = profileAnnotations[i+1]
+	}
 	return k.Create(ctx, &clusterinventoryv1alpha1.ClusterProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fleetNamespace,
 			Labels:      profileLabels,
-			Annotations: map[string]string{fleetv1alpha1.KubeconfigSecretAnnotation: secret.Name}},
+			Annotations: annotations},
 		Spec: clusterinventoryv1alpha1.ClusterProfileSpec{ClusterManager: clusterinventoryv1alpha1.ClusterManager{Name: "test"}},
 	})
 }
