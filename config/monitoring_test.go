@@ -231,6 +231,72 @@ var alertCases = []alertCase{
 			summary: "Tenant payments: 2 object(s) of spec.resources are missing from its namespaces."}}},
 	{alert: "OrderlyTenantResourcesMissing", at: "40m",
 		series: map[string]string{`orderly_tenant_resources_missing{job="orderly", tenant="payments"}`: "2x20 0x30"}},
+	{alert: "OrderlyImagePolicyViolations", at: "40m",
+		series: map[string]string{
+			`orderly_imagepolicy_violations{job="orderly", imagepolicy="restricted", reason="Vulnerable"}`: "2x50",
+			`orderly_imagepolicy_violations{job="orderly", imagepolicy="restricted", reason="Unscanned"}`:  "0x50"},
+		fire: []firing{{labels: map[string]string{"imagepolicy": "restricted", "reason": "Vulnerable"},
+			summary: "ImagePolicy restricted: 2 running workload image(s) have broken it (Vulnerable) for 30 minutes."}}},
+	{alert: "OrderlyImagePolicyViolations", at: "40m",
+		series: map[string]string{`orderly_imagepolicy_violations{job="orderly", imagepolicy="restricted", reason="Vulnerable"}`: "0x20 2x30"}},
+	{alert: "OrderlyImageScansFailing", at: "50m",
+		series: map[string]string{
+			`orderly_imagescan_scans_total{job="orderly", result="RegistryUnreachable"}`: "0+3x60",
+			`orderly_imagescan_scans_total{job="orderly", result="Succeeded"}`:           "0+1x60"},
+		fire: []firing{{summary: "75% of the image scans of the last 30 minutes failed."}}},
+	// One or two images that cannot be scanned, retried every 5 minutes, are not the
+	// scanner failing: under the floor of 20 failures in 30 minutes.
+	{alert: "OrderlyImageScansFailing", at: "50m",
+		series: map[string]string{
+			`orderly_imagescan_scans_total{job="orderly", result="RegistryUnreachable"}`: "0+0.4x60",
+			`orderly_imagescan_scans_total{job="orderly", result="Succeeded"}`:           "0+0.1x60"}},
+	// Failures that belong to the image are the ImagePolicy's to report.
+	{alert: "OrderlyImageScansFailing", at: "50m",
+		series: map[string]string{
+			`orderly_imagescan_scans_total{job="orderly", result="NotFound"}`:  "0+3x60",
+			`orderly_imagescan_scans_total{job="orderly", result="Succeeded"}`: "0+1x60"}},
+	{alert: "OrderlyImageScanBacklog", at: "40m",
+		series: map[string]string{`orderly_imagescan_queue_length{job="orderly"}`: "10+1x50"},
+		fire: []firing{{labels: map[string]string{"job": "orderly"},
+			summary: "The image scan queue has not drained for over 30 minutes: 50 resolves and scans wait."}}},
+	// A long queue that drains (a new database rescans every image) is not a backlog.
+	{alert: "OrderlyImageScanBacklog", at: "40m",
+		series: map[string]string{`orderly_imagescan_queue_length{job="orderly"}`: "400-5x50"}},
+	{alert: "OrderlyServiceDomainNotReady", at: "20m",
+		series: map[string]string{`orderly_servicedomain_condition{job="orderly", namespace="storefront", servicedomain="shop", condition="Ready"}`: "0x25"},
+		fire: []firing{{labels: map[string]string{"job": "orderly", "namespace": "storefront", "servicedomain": "shop", "condition": "Ready"},
+			summary: "ServiceDomain storefront/shop has not been Ready for 15 minutes."}}},
+	// The certificate took 10 minutes to issue.
+	{alert: "OrderlyServiceDomainNotReady", at: "20m",
+		series: map[string]string{`orderly_servicedomain_condition{job="orderly", namespace="storefront", servicedomain="shop", condition="Ready"}`: "0x10 1x15"}},
+	// time() is the evaluation time: 2 h in, the certificate expires at 10 days.
+	{alert: "OrderlyServiceDomainCertificateExpiring", at: "2h",
+		series: map[string]string{`orderly_servicedomain_certificate_expiry_timestamp_seconds{job="orderly", namespace="storefront", servicedomain="shop"}`: "864000x150"},
+		fire: []firing{{labels: map[string]string{"job": "orderly", "namespace": "storefront", "servicedomain": "shop"},
+			summary: "ServiceDomain storefront/shop: its certificate expires in 9d 22h 0m 0s."}}},
+	{alert: "OrderlyServiceDomainCertificateExpiring", at: "2h",
+		series: map[string]string{`orderly_servicedomain_certificate_expiry_timestamp_seconds{job="orderly", namespace="storefront", servicedomain="shop"}`: "1296000x150"}},
+	{alert: "OrderlyPlacementClusterUnhealthy", at: "15m",
+		series: map[string]string{`orderly_placement_cluster_healthy{job="orderly", cluster="eu-1"}`: "1x2 0x15"},
+		fire: []firing{{labels: map[string]string{"job": "orderly", "cluster": "eu-1"},
+			summary: "Member cluster eu-1 has failed Orderly's health probe for 10 minutes."}}},
+	{alert: "OrderlyPlacementClusterUnhealthy", at: "15m",
+		series: map[string]string{`orderly_placement_cluster_healthy{job="orderly", cluster="eu-1"}`: "0x8 1x10"}},
+	{alert: "OrderlyPlacementApplyErrors", at: "20m",
+		series: map[string]string{
+			`orderly_placement_apply_errors_total{job="orderly", cluster="eu-1"}`: "0+2x30",
+			`orderly_placement_cluster_healthy{job="orderly", cluster="eu-1"}`:    "1x30"},
+		fire: []firing{{labels: map[string]string{"cluster": "eu-1"},
+			summary: "Member cluster eu-1: syncs of PlacementPolicies have kept failing for 15 minutes."}}},
+	{alert: "OrderlyPlacementApplyErrors", at: "20m",
+		series: map[string]string{
+			`orderly_placement_apply_errors_total{job="orderly", cluster="eu-1"}`: "0+2x5 10x25",
+			`orderly_placement_cluster_healthy{job="orderly", cluster="eu-1"}`:    "1x30"}},
+	// An unreachable member is OrderlyPlacementClusterUnhealthy's.
+	{alert: "OrderlyPlacementApplyErrors", at: "20m",
+		series: map[string]string{
+			`orderly_placement_apply_errors_total{job="orderly", cluster="eu-1"}`: "0+2x30",
+			`orderly_placement_cluster_healthy{job="orderly", cluster="eu-1"}`:    "0x30"}},
 }
 
 // TestAlertRules checks the rules with promtool and runs a unit case per alert that
