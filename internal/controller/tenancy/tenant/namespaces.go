@@ -216,6 +216,7 @@ func failed(res namespaceResult, err error) namespaceResult {
 func (r *Reconciler) createNamespace(ctx context.Context, ns *corev1.Namespace) (*corev1.Namespace, bool, error) {
 	r.created.expect(kindNamespace, ns)
 	if err := r.Create(ctx, ns, client.FieldOwner(labels.FieldManager)); err != nil {
+		r.created.take(kindNamespace, ns)
 		if apierrors.IsAlreadyExists(err) {
 			// Someone (or our own earlier attempt, not yet in the cache) made it first:
 			// judge the live object like any existing one.
@@ -225,7 +226,6 @@ func (r *Reconciler) createNamespace(ctx context.Context, ns *corev1.Namespace) 
 			}
 			return live, false, nil
 		}
-		r.created.take(kindNamespace, ns)
 		return nil, false, err
 	}
 	log.FromContext(ctx).Info("Created Namespace for Tenant", "namespace", ns.Name)
