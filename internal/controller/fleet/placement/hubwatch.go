@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // A change to an object on the hub wakes only the policies whose resource selectors
@@ -78,8 +78,8 @@ func (r *Reconciler) enqueueSelecting(ctx context.Context, q workqueue.TypedRate
 	if err := r.List(ctx, &named, client.InNamespace(o.GetNamespace()), client.MatchingFields{selectorIndex: kind + "/" + o.GetName()}); err != nil {
 		return
 	}
-	for i := range named.Items {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: named.Items[i].Namespace, Name: named.Items[i].Name}})
+	for _, req := range kit.Requests(named.Items) {
+		q.Add(req)
 	}
 	if err := r.List(ctx, &bySelector, client.InNamespace(o.GetNamespace()), client.MatchingFields{selectorIndex: kind + "/*"}); err != nil {
 		return

@@ -325,8 +325,7 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancy
 		// up as AlreadyExists here, and is then read from the API server. A create, not
 		// an apply, because an apply would take the foreign object over.
 		created := desired.DeepCopyObject().(T)
-		r.created.expect(kind, created)
-		err = r.Create(ctx, created, client.FieldOwner(labels.FieldManager))
+		err = r.createOwn(ctx, kind, created)
 		if err == nil {
 			r.converged.remember(kind, created, want)
 			if wasReady(t, key.Namespace) {
@@ -334,7 +333,6 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancy
 			}
 			return "", nil
 		}
-		r.created.take(kind, created)
 		if !apierrors.IsAlreadyExists(err) {
 			return "", fmt.Errorf("creating %s %s: %w", kind, key, err)
 		}
@@ -358,9 +356,7 @@ func ensureChild[T client.Object](ctx context.Context, r *Reconciler, t *tenancy
 			return "", fmt.Errorf("replacing %s %s: %w", kind, key, err)
 		}
 		created := desired.DeepCopyObject().(T)
-		r.created.expect(kind, created)
-		if err := r.Create(ctx, created, client.FieldOwner(labels.FieldManager)); err != nil {
-			r.created.take(kind, created)
+		if err := r.createOwn(ctx, kind, created); err != nil {
 			return "", fmt.Errorf("replacing %s %s: %w", kind, key, err)
 		}
 		r.converged.remember(kind, created, want)

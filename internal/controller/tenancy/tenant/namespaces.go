@@ -214,9 +214,7 @@ func failed(res namespaceResult, err error) namespaceResult {
 // someone made it first. A create, unlike an apply, fails when the namespace exists,
 // so origin "created" is only ever written on a namespace Orderly made.
 func (r *Reconciler) createNamespace(ctx context.Context, ns *corev1.Namespace) (*corev1.Namespace, bool, error) {
-	r.created.expect(kindNamespace, ns)
-	if err := r.Create(ctx, ns, client.FieldOwner(labels.FieldManager)); err != nil {
-		r.created.take(kindNamespace, ns)
+	if err := r.createOwn(ctx, kindNamespace, ns); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// Someone (or our own earlier attempt, not yet in the cache) made it first:
 			// judge the live object like any existing one.

@@ -1,12 +1,15 @@
 package tenant
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"orderly.dev/orderly/internal/labels"
 )
 
 // ownCreates holds the objects a reconcile is creating (namespaces, children, the
@@ -78,4 +81,15 @@ func (o *ownCreates) len() int {
 // expects; every other event passes.
 func (o *ownCreates) notOwnCreate(kind string) predicate.Predicate {
 	return predicate.Funcs{CreateFunc: func(e event.CreateEvent) bool { return !o.take(kind, e.Object) }}
+}
+
+// createOwn creates obj, of kind, as Orderly, with its create event expected: the
+// watch of kind drops it, unless the create fails.
+func (r *Reconciler) createOwn(ctx context.Context, kind string, obj client.Object) error {
+	r.created.expect(kind, obj)
+	err := r.Create(ctx, obj, client.FieldOwner(labels.FieldManager))
+	if err != nil {
+		r.created.take(kind, obj)
+	}
+	return err
 }

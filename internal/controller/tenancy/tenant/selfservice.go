@@ -111,12 +111,11 @@ func (r *Reconciler) ensureCluster(ctx context.Context, owner *tenancyv1alpha1.T
 	err := r.Get(ctx, client.ObjectKeyFromObject(desired), live)
 	switch {
 	case apierrors.IsNotFound(err):
+		var err error
 		if owner != nil { // its Owns watch drops the create event
-			r.created.expect(kind, desired)
-		}
-		err := r.Create(ctx, desired, client.FieldOwner(labels.FieldManager))
-		if err != nil && owner != nil {
-			r.created.take(kind, desired)
+			err = r.createOwn(ctx, kind, desired)
+		} else {
+			err = r.Create(ctx, desired, client.FieldOwner(labels.FieldManager))
 		}
 		if err == nil {
 			log.FromContext(ctx).Info("Created "+kind+" for Tenant", "name", desired.GetName())
