@@ -280,7 +280,7 @@ e2e: build ## End-to-end tests: the orderly binary against the full local cluste
 
 .PHONY: bench
 bench: build ## Benchmarks on the local cluster; print figures and ratios to a baseline.
-	ORDERLY_BIN=$(ORDERLY) $(GO) test -tags bench -count=1 -timeout 60m -run '^$$' -bench . -benchtime 1x -v ./test/bench/...
+	ORDERLY_BIN=$(ORDERLY) $(GO) test -tags bench -count=1 -timeout 120m -run '^$$' -bench . -benchtime 1x -v ./test/bench/...
 
 ##@ Local cluster
 .PHONY: dev-up dev-down

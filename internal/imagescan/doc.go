@@ -56,8 +56,8 @@
 //  2. else, from the entry's severity[] (or, when that gives nothing, the record's),
 //     the higher of an Ubuntu priority and the highest rating among the CVSS vectors
 //     of the newest version there: v4.0 (score per the v4.0 specification, through
-//     github.com/pandatix/go-cvss), then v3.0/v3.1 (base score computed here per the
-//     v3.1 specification), then v2 (base score through go-cvss); v4 and v3 scores
+//     github.com/pandatix/go-cvss), then v3.0/v3.1 (base score through go-cvss),
+//     then v2 (base score through go-cvss); v4 and v3 scores
 //     rate 9.0+ Critical, 7.0+ High, 4.0+ Medium, above 0 Low; v2 scores rate as NVD
 //     rates them, 7.0+ High (v2 has no Critical);
 //  3. else Unknown.

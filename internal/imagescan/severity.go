@@ -2,8 +2,10 @@ package imagescan
 
 import (
 	"fmt"
-	"math"
 	"strings"
+
+	cvss30 "github.com/pandatix/go-cvss/30"
+	cvss31 "github.com/pandatix/go-cvss/31"
 )
 
 // Severity is the severity of a finding, on the scale most OSV feeds and CVSS share.
@@ -81,86 +83,24 @@ func severityFromV2Score(score float64) Severity {
 	return severityFromScore(score)
 }
 
-// cvss3BaseScore computes the base score of a CVSS v3.0 or v3.1 vector
-// ("CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H") with the formulas of the
-// CVSS v3.1 specification, section 7. Temporal and environmental metrics are ignored.
+// cvss3BaseScore is the base score of a CVSS v3.0 or v3.1 vector
+// ("CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"), through go-cvss; temporal and
+// environmental metrics are parsed but do not change it.
 func cvss3BaseScore(vector string) (float64, error) {
-	parts := strings.Split(strings.TrimSpace(vector), "/")
-	if len(parts) == 0 || (parts[0] != "CVSS:3.0" && parts[0] != "CVSS:3.1") {
-		return 0, fmt.Errorf("not a CVSS v3 vector: %q", vector)
-	}
-	m := map[string]string{}
-	for _, p := range parts[1:] {
-		k, v, ok := strings.Cut(p, ":")
-		if !ok {
-			return 0, fmt.Errorf("malformed CVSS v3 metric %q in %q", p, vector)
+	vector = strings.TrimSpace(vector)
+	switch {
+	case strings.HasPrefix(vector, "CVSS:3.1/"):
+		v, err := cvss31.ParseVector(vector)
+		if err != nil {
+			return 0, fmt.Errorf("CVSS v3.1 vector %q: %w", vector, err)
 		}
-		m[k] = v
-	}
-	weights := map[string]map[string]float64{
-		"AV": {"N": 0.85, "A": 0.62, "L": 0.55, "P": 0.2},
-		"AC": {"L": 0.77, "H": 0.44},
-		"UI": {"N": 0.85, "R": 0.62},
-		"C":  {"H": 0.56, "L": 0.22, "N": 0},
-		"I":  {"H": 0.56, "L": 0.22, "N": 0},
-		"A":  {"H": 0.56, "L": 0.22, "N": 0},
-	}
-	w := map[string]float64{}
-	for k, table := range weights {
-		v, ok := table[m[k]]
-		if !ok {
-			return 0, fmt.Errorf("CVSS v3 vector %q lacks a valid %s metric", vector, k)
+		return v.BaseScore(), nil
+	case strings.HasPrefix(vector, "CVSS:3.0/"):
+		v, err := cvss30.ParseVector(vector)
+		if err != nil {
+			return 0, fmt.Errorf("CVSS v3.0 vector %q: %w", vector, err)
 		}
-		w[k] = v
+		return v.BaseScore(), nil
 	}
-	changed := false
-	switch m["S"] {
-	case "U":
-	case "C":
-		changed = true
-	default:
-		return 0, fmt.Errorf("CVSS v3 vector %q lacks a valid S metric", vector)
-	}
-	var pr float64
-	switch m["PR"] {
-	case "N":
-		pr = 0.85
-	case "L":
-		pr = 0.62
-		if changed {
-			pr = 0.68
-		}
-	case "H":
-		pr = 0.27
-		if changed {
-			pr = 0.5
-		}
-	default:
-		return 0, fmt.Errorf("CVSS v3 vector %q lacks a valid PR metric", vector)
-	}
-	iss := 1 - (1-w["C"])*(1-w["I"])*(1-w["A"])
-	var impact float64
-	if changed {
-		impact = 7.52*(iss-0.029) - 3.25*math.Pow(iss-0.02, 15)
-	} else {
-		impact = 6.42 * iss
-	}
-	exploitability := 8.22 * w["AV"] * w["AC"] * pr * w["UI"]
-	if impact <= 0 {
-		return 0, nil
-	}
-	if changed {
-		return roundUp(math.Min(1.08*(impact+exploitability), 10)), nil
-	}
-	return roundUp(math.Min(impact+exploitability, 10)), nil
-}
-
-// roundUp is the CVSS v3.1 Roundup: the smallest number with one decimal that is
-// equal to or higher than its input, computed on integers to avoid float error.
-func roundUp(x float64) float64 {
-	i := int64(math.Round(x * 100000))
-	if i%10000 == 0 {
-		return float64(i) / 100000
-	}
-	return float64(i/10000+1) / 10
+	return 0, fmt.Errorf("not a CVSS v3 vector: %q", vector)
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -322,9 +323,72 @@ func BenchmarkBackupVerification(b *testing.B) {
 		fmt.Printf("    manager RSS before %.1f MiB, peak during the run %.1f MiB (+%.1f MiB)\n", mib(r.before), mib(r.peak), mib(r.peak-r.before))
 	}
 	small, big := results[0], results[1]
+
+	// One 2-3 s sample of each is noisy on a shared machine: repeat the big dump's
+	// pair, alternating which of the two goes first, and take the median ratio.
+	bigDump := dumps[1]
+	ratios := []float64{big.restore.Seconds() / bigDump.baseline.Seconds()}
+	pairs := envInt("BENCH_BV_PAIRS", 5)
+	bigKey := client.ObjectKey{Namespace: ns, Name: "verify-big"}
+	for i := 1; i < pairs; i++ {
+		var byHand, orderly time.Duration
+		if i%2 == 1 {
+			orderly = verifyAgain(ctx, b, c, bigKey, i, mgr.logPath)
+			byHand = restoreByHand(ctx, b, srv, admin, pgBin, bigDump)
+		} else {
+			byHand = restoreByHand(ctx, b, srv, admin, pgBin, bigDump)
+			orderly = verifyAgain(ctx, b, c, bigKey, i, mgr.logPath)
+		}
+		ratios = append(ratios, orderly.Seconds()/byHand.Seconds())
+		fmt.Printf("  pair %d (%s first): baseline %.2fs, orderly %.2fs, ratio %.2fx\n", i+1, map[bool]string{true: "orderly", false: "baseline"}[i%2 == 1],
+			byHand.Seconds(), orderly.Seconds(), ratios[len(ratios)-1])
+	}
+	medianRatio := medianOf(ratios)
+	fmt.Printf("  %d MB dump, %d alternated pairs: ratios %s; median %.2fx (target <= 1.2x)\n", bigDump.size>>20, len(ratios), fmtRatios(ratios), medianRatio)
 	fmt.Printf("  peak RSS growth: %.1f MiB for the %d MB dump, %.1f MiB for the %d MB dump (the dump is %.0fx bigger)\n",
 		mib(small.peak-small.before), dumps[0].size>>20, mib(big.peak-big.before), dumps[1].size>>20, float64(dumps[1].size)/float64(dumps[0].size))
-	b.ReportMetric(big.restore.Seconds()/dumps[1].baseline.Seconds(), "restore-ratio")
+	b.ReportMetric(medianRatio, "restore-ratio-median")
 	b.ReportMetric(mib(big.peak), "peak-rss-MiB")
 	b.ReportMetric(mib(small.peak), "small-peak-rss-MiB")
+}
+
+// verifyAgain asks for another run of an existing BackupVerification with verifyNow
+// and returns that run's restoreDuration.
+func verifyAgain(ctx context.Context, b *testing.B, c client.Client, key client.ObjectKey, token int, logPath string) time.Duration {
+	var bv datav1alpha1.BackupVerification
+	if err := c.Get(ctx, key, &bv); err != nil {
+		b.Fatal(err)
+	}
+	runs := bv.Status.Runs
+	patch := client.MergeFrom(bv.DeepCopy())
+	bv.Spec.VerifyNow = fmt.Sprintf("pair-%d", token)
+	if err := c.Patch(ctx, &bv, patch); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		if err := c.Get(ctx, key, &bv); err != nil {
+			b.Fatal(err)
+		}
+		st := bv.Status
+		if st.LastVerifyNow == bv.Spec.VerifyNow && st.CurrentRun == nil && st.Runs > runs && st.LastRun != nil {
+			r := st.LastRun
+			if r.Result != datav1alpha1.RunPassed || r.RestoreDuration == nil {
+				b.Fatalf("%s run %d: %s/%s: %s; manager log: %s", key.Name, r.Number, r.Result, r.Reason, r.Message, logPath)
+			}
+			return r.RestoreDuration.Duration
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s: verifyNow not done in 10 minutes; manager log: %s", key.Name, logPath)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func fmtRatios(rs []float64) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%.2fx", r)
+	}
+	return strings.Join(parts, " ")
 }
