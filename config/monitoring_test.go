@@ -438,6 +438,35 @@ func TestDashboard(t *testing.T) {
 	}
 }
 
+// TestDashboardQueriesParse: every panel query is valid PromQL. promtool parses
+// them as the expressions of recording rules, since it has no command for a bare query.
+func TestDashboardQueriesParse(t *testing.T) {
+	promtool, err := testprom.Promtool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("groups:\n- name: dashboard\n  rules:\n")
+	n := 0
+	for _, p := range loadDashboard(t).Panels {
+		for _, q := range p.Targets {
+			expr, _ := json.Marshal(q.Expr) // a JSON string is a YAML string
+			fmt.Fprintf(&b, "  - record: dashboard_query_%d\n    expr: %s\n", n, expr)
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("the dashboard has no query")
+	}
+	path := filepath.Join(t.TempDir(), "dashboard-queries.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput(); err != nil {
+		t.Fatalf("a dashboard query is not valid PromQL: %v\n%s", err, out)
+	}
+}
+
 func loadDashboard(t *testing.T) dashboard {
 	t.Helper()
 	b, err := os.ReadFile(dashboardFile)
