@@ -61,9 +61,12 @@ REGISTRY_INSTALL := sudo apt-get install -y docker-registry
 # The DNS server of the ServiceDomain tests is found where internal/testdns looks:
 # $ORDERLY_NAMED_BIN, else named on PATH or /usr/sbin/named (Debian's bind9).
 NAMED_INSTALL := sudo apt-get install -y bind9
+# rpm and rpmbuild make the real RPM databases of the image scanner's test images
+# (internal/testimages).
+RPM_INSTALL := sudo apt-get install -y rpm
 
 .PHONY: prerequisites
-prerequisites: ## Install PostgreSQL's, MariaDB's and Prometheus' servers, an OCI registry and a DNS server (bind9) for the tests when missing (apt-get, as root); otherwise say how.
+prerequisites: ## Install PostgreSQL's, MariaDB's and Prometheus' servers, an OCI registry, a DNS server (bind9) and rpm for the tests when missing (apt-get, as root); otherwise say how.
 	@if [ -n "$${ORDERLY_POSTGRES_BIN_DIR:-}" ]; then \
 		test -x "$$ORDERLY_POSTGRES_BIN_DIR/initdb" || { echo "ORDERLY_POSTGRES_BIN_DIR=$$ORDERLY_POSTGRES_BIN_DIR holds no initdb"; exit 1; }; \
 	elif ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then \
@@ -131,6 +134,17 @@ prerequisites: ## Install PostgreSQL's, MariaDB's and Prometheus' servers, an OC
 		else \
 			echo "The ServiceDomain tests need a DNS server. Install it with: $(NAMED_INSTALL)"; \
 			echo "(or set ORDERLY_NAMED_BIN to a named binary)"; \
+			exit 1; \
+		fi; \
+	fi
+	@if ! command -v rpmbuild >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "Installing rpm and rpmbuild (Debian's rpm package) for the image scanner's RPM test images"; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rpm; \
+			command -v rpmbuild >/dev/null || { echo "apt-get installed rpm but no rpmbuild is on PATH"; exit 1; }; \
+		else \
+			echo "The image scanner's tests need rpm and rpmbuild. Install them with: $(RPM_INSTALL)"; \
 			exit 1; \
 		fi; \
 	fi

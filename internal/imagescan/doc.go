@@ -9,13 +9,17 @@
 //
 //   - Debian/Ubuntu packages: /var/lib/dpkg/status and status.d (dpkg extractor);
 //   - Alpine packages: /lib/apk/db/installed (apk extractor);
+//   - RPM packages (RHEL, AlmaLinux, Rocky, SUSE, Azure Linux, ...): the RPM database
+//     in /var/lib/rpm or /usr/lib/sysimage/rpm, SQLite (rpmdb.sqlite), Berkeley DB
+//     (Packages) or NDB (Packages.db), through go-rpmdb (rpm.go: Orderly's own
+//     extractor, which reads the SQLite file without an SQLite engine); the epoch
+//     goes into the version matched, as OSV's RPM ecosystems write it;
 //   - Go binaries: the module versions and Go toolchain version of every executable
 //     that carries Go build information (gobinary extractor);
 //   - Python packages installed as wheels/eggs (wheelegg), npm packages installed in
 //     node_modules (packagejson), Java archives (archive).
 //
-// Not covered: RPM databases (the extractor links an SQLite engine of about 5 MB),
-// language lockfiles that are not installed packages, binaries of other languages,
+// Not covered: language lockfiles that are not installed packages, binaries of other languages,
 // kernel and firmware.
 //
 // For a multi-platform index the linux image of Options.Architecture (default the

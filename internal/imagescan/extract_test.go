@@ -45,6 +45,8 @@ var testVulns = []testimages.Vuln{
 	{ID: "DEBIAN-CVE-2026-0002", Ecosystem: "Debian:12", Package: "zlib", Fixed: "1:1.2.13.dfsg-1", Severity: "LOW"},
 	{ID: "DEBIAN-CVE-2026-0005", Ecosystem: "Debian:11", Package: "curl", Fixed: "7.88.1-10"},
 	{ID: "ALPINE-CVE-2026-0003", Ecosystem: "Alpine:v3.20", Package: "busybox", Fixed: "1.36.1-r30", Severity: "HIGH"},
+	{ID: "ALSA-2026:0006", Aliases: []string{"CVE-2026-0006"}, Ecosystem: "AlmaLinux:9", Package: "openssl-libs", Fixed: "1:3.0.7-27.el9", Severity: "HIGH"},
+	{ID: "ALSA-2026:0006", Aliases: []string{"CVE-2026-0006"}, Ecosystem: "AlmaLinux:9", Package: "openssl", Fixed: "1:3.0.7-27.el9", Severity: "HIGH"},
 	{ID: "GO-2026-0004", Aliases: []string{"CVE-2026-0004"}, Ecosystem: "Go", Package: "golang.org/x/text", Introduced: "0.0.0", Fixed: "0.3.8", Severity: "MODERATE"},
 }
 
@@ -89,6 +91,18 @@ func TestScanContents(t *testing.T) {
 			Installed: "1.36.1-r29", Fixed: "1.36.1-r30", Severity: SeverityHigh}},
 		wantOS:       "alpine 3.20.3",
 		wantPackages: 2,
+		wantCounts:   map[Severity]int{SeverityHigh: 1},
+	}, {
+		// A real RPM database, written by rpm: openssl at its fix is not reported,
+		// which needs the epoch (1:) in the installed version.
+		name: "almalinux rpm",
+		contents: testimages.Contents{Rpm: []testimages.Pkg{
+			{Name: "openssl-libs", Version: "1:3.0.7-24.el9"}, {Name: "openssl", Version: "1:3.0.7-27.el9"}, {Name: "bash", Version: "5.1.8-9.el9"},
+		}},
+		wantFindings: []Finding{{ID: "ALSA-2026:0006", Aliases: []string{"CVE-2026-0006"}, Package: "openssl-libs", Ecosystem: "AlmaLinux:9",
+			Installed: "1:3.0.7-24.el9", Fixed: "1:3.0.7-27.el9", Severity: SeverityHigh}},
+		wantOS:       "almalinux 9.4",
+		wantPackages: 3,
 		wantCounts:   map[Severity]int{SeverityHigh: 1},
 	}, {
 		name:     "go binary module",
@@ -272,7 +286,7 @@ func TestDatabaseScalibrLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newTestScanner(t, Options{DBDir: dir})
-	if _, ecos, err := s.DBStatus(); err != nil || !reflect.DeepEqual(ecos, []string{"Alpine", "Debian", "Go"}) {
+	if _, ecos, err := s.DBStatus(); err != nil || !reflect.DeepEqual(ecos, []string{"AlmaLinux", "Alpine", "Debian", "Go"}) {
 		t.Fatalf("ecosystems %v, %v", ecos, err)
 	}
 }

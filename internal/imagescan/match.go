@@ -12,6 +12,7 @@ import (
 	archivemeta "github.com/google/osv-scalibr/extractor/filesystem/language/java/archive/metadata"
 	apkmeta "github.com/google/osv-scalibr/extractor/filesystem/os/apk/metadata"
 	dpkgmeta "github.com/google/osv-scalibr/extractor/filesystem/os/dpkg/metadata"
+	rpmmeta "github.com/google/osv-scalibr/extractor/filesystem/os/rpm/metadata"
 	"github.com/google/osv-scalibr/inventory/osvecosystem"
 	"github.com/google/osv-scalibr/purl"
 	"github.com/google/osv-scalibr/semantic"
@@ -57,6 +58,13 @@ func normalize(p *extractor.Package) normalized {
 	case *apkmeta.Metadata:
 		if m.OriginName != "" {
 			n.name = m.OriginName
+		}
+	case *rpmmeta.Metadata:
+		// The extractor's version is version-release; OSV's RPM ecosystems write
+		// epoch:version-release where the epoch is not 0, and a missing epoch compares
+		// as 0 (below any epoch 1 fix).
+		if m.Epoch > 0 {
+			n.version = strconv.Itoa(m.Epoch) + ":" + p.Version
 		}
 	case *archivemeta.Metadata:
 		if m.GroupID != "" && m.ArtifactID != "" {

@@ -93,6 +93,15 @@ func TestScanFromRegistry(t *testing.T) {
 			t.Fatalf("findings %+v", rep.Findings)
 		}
 	})
+	t.Run("almalinux image: an RPM database written by rpm", func(t *testing.T) {
+		rep, _ := scan(t, "team/alma:1", testimages.Contents{Rpm: []testimages.Pkg{{Name: "openssl-libs", Version: "1:3.0.7-24.el9"}, {Name: "bash", Version: "5.1.8-9.el9"}}})
+		if len(rep.Findings) != 1 || rep.Findings[0].ID != "ALSA-2026:0006" || rep.Findings[0].Installed != "1:3.0.7-24.el9" || rep.Findings[0].Severity != SeverityHigh {
+			t.Fatalf("findings %+v", rep.Findings)
+		}
+		if rep.Packages != 2 || rep.OS != "almalinux 9.4" {
+			t.Errorf("packages %d OS %q", rep.Packages, rep.OS)
+		}
+	})
 	t.Run("go binary", func(t *testing.T) {
 		rep, _ := scan(t, "team/gobin:1", testimages.Contents{GoModules: []testimages.Pkg{{Name: "golang.org/x/text", Version: "v0.3.7"}}})
 		if len(rep.Findings) != 1 || rep.Findings[0].ID != "GO-2026-0004" || rep.Findings[0].Installed != "0.3.7" || rep.Findings[0].Severity != SeverityMedium {

@@ -475,12 +475,12 @@ func newExtractors() ([]filesystem.Extractor, error) {
 		}
 		out = append(out, e)
 	}
-	return out, nil
+	return append(out, rpmExtractor{}), nil
 }
 
 // osPackageExtractors are the ones whose failure hides every OS package: it fails the
 // scan instead of leaving it looking clean.
-var osPackageExtractors = map[string]bool{dpkg.Name: true, apk.Name: true}
+var osPackageExtractors = map[string]bool{dpkg.Name: true, apk.Name: true, rpmExtractorName: true}
 
 type kept struct {
 	path       string
@@ -671,7 +671,7 @@ func (s *Scanner) match(db *database, pkgs []*extractor.Package, rep *Report) ([
 			if !ok {
 				continue
 			}
-			k := key{rec.ID, p.Name, p.Version, n.ecosystem.String()}
+			k := key{rec.ID, p.Name, n.version, n.ecosystem.String()}
 			if seen[k] {
 				continue
 			}
@@ -681,7 +681,7 @@ func (s *Scanner) match(db *database, pkgs []*extractor.Package, rep *Report) ([
 				Aliases:   slices.Clone(rec.Aliases),
 				Package:   p.Name,
 				Ecosystem: n.ecosystem.String(),
-				Installed: p.Version,
+				Installed: n.version,
 				Fixed:     fixed,
 				Severity:  recordSeverity(rec, aff),
 			})

@@ -4,7 +4,7 @@
 // The images are real OCI images (go-containerregistry: an empty image, one gzip
 // layer, a config with os/architecture) whose layer holds real package databases:
 // a dpkg status file with Debian's os-release, an apk installed file with Alpine's,
-// and a Go binary built by `go build` whose build information lists the requested
+// an RPM database written by rpm itself with AlmaLinux's, and a Go binary built by `go build` whose build information lists the requested
 // module versions (see BuildGoBinary: the modules are served to the Go command from
 // a module proxy on disk, so no network is used). Files are written with a fixed
 // time, so equal contents give equal digests.
@@ -33,7 +33,12 @@ import (
 )
 
 // Pkg is a package name and version.
-type Pkg struct{ Name, Version string }
+type Pkg struct {
+	Name, Version string
+	// Description is an RPM package's description (default "test package"): a long
+	// one makes its header spill onto the database's overflow pages.
+	Description string
+}
 
 // Contents is what an image holds.
 type Contents struct {
@@ -42,6 +47,10 @@ type Contents struct {
 	Dpkg []Pkg
 	// Apk packages go into /lib/apk/db/installed, with Alpine 3.20's os-release.
 	Apk []Pkg
+	// Rpm packages ("[epoch:]version-release") go into a real RPM database,
+	// /var/lib/rpm/rpmdb.sqlite (see RPMDatabase), with AlmaLinux 9's os-release
+	// (unless Dpkg or Apk is set too).
+	Rpm []Pkg
 	// GoModules are listed in the build information of /usr/local/bin/app, a Go
 	// binary built for the image (module paths and versions as in go.mod, e.g.
 	// {"golang.org/x/text", "v0.3.0"}).
@@ -108,6 +117,16 @@ func (c Contents) files() (map[string]file, error) {
 		out["/lib/apk/db/installed"] = file{ApkInstalled(c.Apk), 0o644}
 		if len(c.Dpkg) == 0 {
 			out["/etc/os-release"] = file{[]byte(AlpineOSRelease), 0o644}
+		}
+	}
+	if len(c.Rpm) > 0 {
+		db, err := RPMDatabase(c.Rpm)
+		if err != nil {
+			return nil, err
+		}
+		out[rpmDatabasePath] = file{db, 0o644}
+		if len(c.Dpkg) == 0 && len(c.Apk) == 0 {
+			out["/etc/os-release"] = file{[]byte(AlmaLinuxOSRelease), 0o644}
 		}
 	}
 	if len(c.GoModules) > 0 {
