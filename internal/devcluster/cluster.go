@@ -197,9 +197,11 @@ func Up(ctx context.Context, opts Options, out io.Writer) (kubeconfigPath string
 		return "", err
 	}
 
-	summary, err := waitClusterSettled(ctx, cfg, opts.Nodes, 3*time.Minute)
+	// Generous: on 2 cores shared with other clusters starting, the controller-manager
+	// has taken over 3 minutes to create the default ServiceAccount.
+	summary, err := waitClusterSettled(ctx, cfg, opts.Nodes, 6*time.Minute)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w\n%s", err, logTail(filepath.Join(clusterDir(root, opts.Name), "logs", "kube-controller-manager.log"), 20))
 	}
 	fmt.Fprintf(out, "cluster %q is ready after %s: %s\n\n", opts.Name, time.Since(start).Round(100*time.Millisecond), summary)
 	printUsage(out, opts.Name, kubeconfig, bins.Kubectl)
@@ -408,4 +410,15 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// logTail is the last n lines of a component's log, to explain a cluster that did not
+// settle; or why it cannot be read.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return fmt.Sprintf("last lines of %s:\n%s", path, strings.Join(lines[max(len(lines)-n, 0):], "\n"))
 }

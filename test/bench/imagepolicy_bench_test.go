@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -221,10 +220,7 @@ func BenchmarkImagePolicy(b *testing.B) {
 	if len(base) == 0 || len(withPolicy) == 0 || len(nativeOnly) == 0 {
 		b.Fatal("no creates measured")
 	}
-	webhookMean := 0.0
-	if n := after.count - before.count; n > 0 {
-		webhookMean = (after.sum - before.sum) / n * 1000
-	}
+	webhookMean := after.minus(before).mean() * 1000
 
 	// Scan throughput: images pending (as admission queues them), until all are scanned.
 	for i := range images {
@@ -281,61 +277,8 @@ func BenchmarkImagePolicy(b *testing.B) {
 		scanned, images, took.Round(time.Second), float64(scanned)/took.Minutes(), peakRSS(mgr.pid)>>20)
 }
 
-// policyChecks is the API server's histogram of one ValidatingAdmissionPolicy's
-// evaluations (apiserver_validating_admission_policy_check_duration_seconds; buckets
-// 0.5 µs, 1 ms, 10 ms, 100 ms, 1 s).
-type policyChecks struct {
-	count, sum float64
-	le         map[string]float64 // cumulative count by bucket bound
-}
-
-func scrapePolicyChecks(ctx context.Context, cs *kubernetes.Clientset, policy string) (policyChecks, error) {
-	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return policyChecks{}, err
-	}
-	const metric = "apiserver_validating_admission_policy_check_duration_seconds"
-	st := policyChecks{le: map[string]float64{}}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, metric) || !strings.Contains(line, `policy="`+policy+`"`) {
-			continue
-		}
-		f := strings.Fields(line)
-		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-		switch {
-		case strings.HasPrefix(line, metric+"_count"):
-			st.count += v
-		case strings.HasPrefix(line, metric+"_sum"):
-			st.sum += v
-		default:
-			if _, rest, ok := strings.Cut(line, `le="`); ok {
-				bound, _, _ := strings.Cut(rest, `"`)
-				st.le[bound] += v
-			}
-		}
-	}
-	return st, nil
-}
-
-func (a policyChecks) minus(b policyChecks) policyChecks {
-	out := policyChecks{count: a.count - b.count, sum: a.sum - b.sum, le: map[string]float64{}}
-	for k, v := range a.le {
-		out.le[k] = v - b.le[k]
-	}
-	return out
-}
-
-func (a policyChecks) mean() float64 {
-	if a.count == 0 {
-		return 0
-	}
-	return a.sum / a.count
-}
-
-// share is the fraction of checks that took at most bound seconds (a bucket bound).
-func (a policyChecks) share(bound float64) float64 {
-	if a.count == 0 {
-		return 0
-	}
-	return a.le[strconv.FormatFloat(bound, 'g', -1, 64)] / a.count
+// scrapePolicyChecks is the API server's histogram of one ValidatingAdmissionPolicy's
+// evaluations (buckets 0.5 µs, 1 ms, 10 ms, 100 ms, 1 s).
+func scrapePolicyChecks(ctx context.Context, cs *kubernetes.Clientset, policy string) (serverHistogram, error) {
+	return scrapeServerHistogram(ctx, cs, "apiserver_validating_admission_policy_check_duration_seconds", `policy="`+policy+`"`)
 }
