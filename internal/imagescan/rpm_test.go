@@ -101,12 +101,7 @@ func TestRPMSQLiteReader(t *testing.T) {
 					size, n := sqliteVarint(pg[c.off:])
 					if int(size) > tbl.usable {
 						_, m := sqliteVarint(pg[c.off+n:])
-						minLocal := (tbl.usable-12)*32/255 - 23
-						local := minLocal + (int(size)-minLocal)%(tbl.usable-4)
-						if local > tbl.usable-35 {
-							local = minLocal
-						}
-						binary.BigEndian.PutUint32(pg[c.off+n+m+local:], 0)
+						binary.BigEndian.PutUint32(pg[c.off+n+m+tbl.localBytes(int(size)):], 0)
 						return
 					}
 				}

@@ -154,6 +154,20 @@ func (t *sqliteTable) row(c sqliteCell) ([]sqliteValue, error) {
 	return rec, nil
 }
 
+// localBytes is how much of a table leaf cell's payload of size bytes is on the page
+// itself, the rest going to overflow pages (the file format's X, M and K).
+func (t *sqliteTable) localBytes(size int) int {
+	maxLocal := t.usable - 35
+	if size <= maxLocal {
+		return size
+	}
+	minLocal := (t.usable-12)*32/255 - 23
+	if local := minLocal + (size-minLocal)%(t.usable-4); local <= maxLocal {
+		return local
+	}
+	return minLocal
+}
+
 // payload assembles the payload of the leaf table cell at off, following its
 // overflow pages.
 func (t *sqliteTable) payload(p []byte, off int) ([]byte, error) {
@@ -169,15 +183,7 @@ func (t *sqliteTable) payload(p []byte, off int) ([]byte, error) {
 	if size < 0 || size > int64(t.pages)*int64(t.usable) {
 		return nil, fmt.Errorf("payload of %d bytes is larger than the file", size)
 	}
-	// How much of the payload is on the page (the file format's X, M and K).
-	local := int(size)
-	if maxLocal := t.usable - 35; local > maxLocal {
-		minLocal := (t.usable-12)*32/255 - 23
-		local = minLocal + (int(size)-minLocal)%(t.usable-4)
-		if local > maxLocal {
-			local = minLocal
-		}
-	}
+	local := t.localBytes(int(size))
 	if off+local > len(p) || (local < int(size) && off+local+4 > len(p)) {
 		return nil, errors.New("payload runs past the page")
 	}

@@ -4,9 +4,10 @@
 // The images are real OCI images (go-containerregistry: an empty image, one gzip
 // layer, a config with os/architecture) whose layer holds real package databases:
 // a dpkg status file with Debian's os-release, an apk installed file with Alpine's,
-// an RPM database written by rpm itself with AlmaLinux's, and a Go binary built by `go build` whose build information lists the requested
-// module versions (see BuildGoBinary: the modules are served to the Go command from
-// a module proxy on disk, so no network is used). Files are written with a fixed
+// an RPM database written by rpm itself with AlmaLinux's (see RPMDatabase), and a Go
+// binary built by `go build` whose build information lists the requested module
+// versions (see BuildGoBinary: the modules are served to the Go command from a module
+// proxy on disk, so no network is used). Files are written with a fixed
 // time, so equal contents give equal digests.
 package testimages
 

@@ -563,8 +563,6 @@ func BenchmarkSleepSchedule(b *testing.B) {
 	base2.sleep = e.direct(ctx, b, e.base, 0, perNamespace, podsGone)
 	base2.wake = e.direct(ctx, b, e.base, 1, perNamespace, allReady)
 	base := sleepRun{sleep: meanOf(base1.sleep, base2.sleep), wake: meanOf(base1.wake, base2.wake)}
-	// For reference, the same writes as a cluster administrator: exempt from Priority
-	// and Fairness, and authorized without RBAC.
 	// The case furthest from its target, many small schedules, again: more rounds,
 	// each a baseline and Orderly's run one after the other, alternating which goes
 	// first, so that the ratio is a median of pairs rather than one noisy sample.
@@ -588,6 +586,8 @@ func BenchmarkSleepSchedule(b *testing.B) {
 		wakeRatios = append(wakeRatios, p.many.wake.writes.Seconds()/p.base.wake.writes.Seconds())
 	}
 
+	// For reference, the same writes as a cluster administrator: exempt from Priority
+	// and Fairness, and authorized without RBAC.
 	var admin sleepRun
 	admin.sleep = e.direct(ctx, b, e.c, 0, perNamespace, podsGone)
 	admin.wake = e.direct(ctx, b, e.c, 1, perNamespace, allReady)
