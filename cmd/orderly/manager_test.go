@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	controllers "orderly.dev/orderly/internal/controller"
+	"orderly.dev/orderly/internal/kit"
 )
 
 func TestRunManagerRejectsBadFlags(t *testing.T) {
@@ -36,6 +37,14 @@ func TestRunManagerRejectsBadFlags(t *testing.T) {
 				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestEveryControllerCacheRuleMerges starts nothing: it checks that the cache rules of
+// all controllers together are one view per kind, as the manager requires at start.
+func TestEveryControllerCacheRuleMerges(t *testing.T) {
+	if _, err := kit.MergeCache(newScheme(), controllers.All); err != nil {
+		t.Fatal(err)
 	}
 }
 

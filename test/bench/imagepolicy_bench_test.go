@@ -90,6 +90,7 @@ func BenchmarkImagePolicy(b *testing.B) {
 	scans := envInt("BENCH_IP_SCANS", 10000)
 	creates := envInt("BENCH_IP_CREATES", 300)
 	images := envInt("BENCH_IP_IMAGES", 200)
+	denials := envInt("BENCH_IP_DENIALS", 200)
 	kubeconfig := benchCluster(ctx, b, "orderly-bench-imagepolicy", 1)
 	cfg, c := adminClient(b, kubeconfig)
 	cs := kubernetes.NewForConfigOrDie(cfg)
@@ -180,8 +181,7 @@ func BenchmarkImagePolicy(b *testing.B) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	before, _ := scrapeAdmission(ctx, cs, "ValidatingAdmissionWebhook")
-	nativeName := imagepolicy.ObjectName(native)
-	checksBefore, _ := scrapePolicyChecks(ctx, cs, nativeName)
+	vapBefore, _ := scrapeAdmission(ctx, cs, "ValidatingAdmissionPolicy")
 	var base, withPolicy, nativeOnly []time.Duration
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -212,6 +212,22 @@ func BenchmarkImagePolicy(b *testing.B) {
 	tick.Stop()
 	wg.Wait()
 	after, _ := scrapeAdmission(ctx, cs, "ValidatingAdmissionWebhook")
+	vapAfter, _ := scrapeAdmission(ctx, cs, "ValidatingAdmissionPolicy")
+	// Every CREATE the API server admitted meanwhile went through its
+	// ValidatingAdmissionPolicy plugin: the plugin's time is what the native path adds
+	// to a request, matching included, without the noise of the whole create. Its
+	// first bucket bound is the 5 ms target.
+	vap := vapAfter.minus(vapBefore)
+
+	// The per-policy check histogram records only checks that deny (or fail), so the
+	// CEL evaluation itself is measured on creates the native policy refuses.
+	nativeName := imagepolicy.ObjectName(native)
+	checksBefore, _ := scrapePolicyChecks(ctx, cs, nativeName)
+	for i := range denials {
+		if err := c.Create(ctx, imageDeployment("ip-native", fmt.Sprintf("denied-%05d", i), "docker.io/library/nginx:1")); err == nil {
+			b.Fatal("a create from a registry outside allowedRegistries was admitted")
+		}
+	}
 	checksAfter, _ := scrapePolicyChecks(ctx, cs, nativeName)
 	checks := checksAfter.minus(checksBefore)
 	slices.Sort(base)
@@ -261,6 +277,7 @@ func BenchmarkImagePolicy(b *testing.B) {
 	b.ReportMetric(ms(quantile(withPolicy, 0.99)), "policy-p99-ms")
 	b.ReportMetric(ms(quantile(nativeOnly, 0.5)), "native-p50-ms")
 	b.ReportMetric(ms(quantile(nativeOnly, 0.99)), "native-p99-ms")
+	b.ReportMetric(vap.share(0.005)*100, "native-plugin-within-5ms-%")
 	b.ReportMetric(checks.share(0.001)*100, "native-check-within-1ms-%")
 	b.ReportMetric(float64(len(raw)), "imagescan-bytes")
 	b.ReportMetric(float64(scanned)/took.Minutes(), "images/min")
@@ -270,8 +287,10 @@ func BenchmarkImagePolicy(b *testing.B) {
 		ms(quantile(withPolicy, 0.5)), ms(quantile(withPolicy, 0.99)), ms(quantile(withPolicy, 0.5)-quantile(base, 0.5)), ms(quantile(withPolicy, 0.99)-quantile(base, 0.99)), webhookMean)
 	fmt.Fprintf(os.Stderr, "  native only (allowedRegistries, no webhook): p50 %.2f ms  p99 %.2f ms  (added p50 %.2f ms, p99 %.2f ms)\n",
 		ms(quantile(nativeOnly, 0.5)), ms(quantile(nativeOnly, 0.99)), ms(quantile(nativeOnly, 0.5)-quantile(base, 0.5)), ms(quantile(nativeOnly, 0.99)-quantile(base, 0.99)))
-	fmt.Fprintf(os.Stderr, "  the API server's own time for the native policy's check (%s, CEL; what the native path adds, free of the create's noise): %.0f checks, mean %.3f ms, %.1f%% within 1 ms, %.1f%% within 10 ms (target p99 < 5 ms)\n",
-		nativeName, checks.count, checks.mean()*1000, checks.share(0.001)*100, checks.share(0.01)*100)
+	fmt.Fprintf(os.Stderr, "  the API server's own time in its ValidatingAdmissionPolicy plugin (what the native path adds, free of the create's noise; target p99 < 5 ms): %.0f CREATEs, mean %.3f ms, %.2f%% within 5 ms\n",
+		vap.count, vap.mean()*1000, vap.share(0.005)*100)
+	fmt.Fprintf(os.Stderr, "  the native policy's CEL check (%s) on %d creates it refused: %.0f checks, mean %.3f ms, %.1f%% within 1 ms, %.1f%% within 10 ms\n",
+		nativeName, denials, checks.count, checks.mean()*1000, checks.share(0.001)*100, checks.share(0.01)*100)
 	fmt.Fprintf(os.Stderr, "  ImageScan in etcd: %d bytes of JSON with managedFields, %d without (3 findings)\n", len(raw), len(bare))
 	fmt.Fprintf(os.Stderr, "  scans: %d of %d images in %s = %.0f images/min (4 workers); manager peak RSS %d MiB\n",
 		scanned, images, took.Round(time.Second), float64(scanned)/took.Minutes(), peakRSS(mgr.pid)>>20)

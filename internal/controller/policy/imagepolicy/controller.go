@@ -53,12 +53,13 @@ const DefaultEvaluateInterval = 30 * time.Second
 // Controller is the ImagePolicy controller as the manager runs it.
 var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
 
-// Cache trims Pods as the ImageScan controller does, and narrows the admission
+// Cache trims Pods and ImageScans as the ImageScan controller does, and narrows the admission
 // objects to those Orderly manages.
 func Cache() kit.CacheRules {
 	managed := cache.ByObject{Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.ManagedBy: labels.ManagedByValue})}
 	return kit.CacheRules{
 		&corev1.Pod{}:                                   imagescan.PodCache(),
+		&policyv1alpha1.ImageScan{}:                     imagescan.ScanCache(),
 		&admissionv1.ValidatingAdmissionPolicy{}:        managed,
 		&admissionv1.ValidatingAdmissionPolicyBinding{}: managed,
 		&admissionv1.ValidatingWebhookConfiguration{}:   managed,

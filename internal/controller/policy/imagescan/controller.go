@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -78,10 +79,21 @@ var Settings struct {
 // Controller is the ImageScan controller as the manager runs it.
 var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
 
-// Cache trims Pods to their images (PodCache).
+// Cache trims Pods to their images (PodCache) and ImageScans to what is read
+// (ScanCache).
 func Cache() kit.CacheRules {
-	return kit.CacheRules{&corev1.Pod{}: PodCache()}
+	return kit.CacheRules{&corev1.Pod{}: PodCache(), &policyv1alpha1.ImageScan{}: ScanCache()}
 }
+
+// ScanCache is the cache rule for ImageScans that both image controllers use: their
+// managedFields, which list every field of the status Orderly writes, are read by
+// nobody, and with thousands of ImageScans they are a large share of the cache.
+func ScanCache() cache.ByObject { return cache.ByObject{Transform: stripManagedFields} }
+
+// stripManagedFields is made once: the kit tells two cache rules apart by the name of
+// their transform's function, and a closure made at each call site may be inlined
+// under a different name.
+var stripManagedFields = cache.TransformStripManagedFields()
 
 // Setup builds the scanner controller from Settings and adds it to mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
