@@ -53,8 +53,8 @@ const DefaultEvaluateInterval = 30 * time.Second
 // Controller is the ImagePolicy controller as the manager runs it.
 var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
 
-// Cache trims Pods and ImageScans as the ImageScan controller does, and narrows the admission
-// objects to those Orderly manages.
+// Cache trims Pods and ImageScans as the ImageScan controller does, and narrows the
+// admission objects to those Orderly manages.
 func Cache() kit.CacheRules {
 	managed := cache.ByObject{Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.ManagedBy: labels.ManagedByValue})}
 	return kit.CacheRules{
