@@ -65,88 +65,50 @@ NAMED_INSTALL := sudo apt-get install -y bind9
 # (internal/testimages).
 RPM_INSTALL := sudo apt-get install -y rpm
 
+# apt_install is the branch of a prerequisite that is missing: as root, with apt-get,
+# it installs Debian package $(1) ($(2): what it is, for what) and checks with the shell
+# test $(3) that it came ($(4): what is absent when it did not); otherwise it runs $(5),
+# the commands that say how to install it, and fails.
+comma := ,
+apt_install = if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing $(2)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(1); \
+		$(3) || { echo "apt-get installed $(1) but $(4)"; exit 1; }; \
+	else \
+		$(5) \
+		exit 1; \
+	fi
+
 .PHONY: prerequisites
 prerequisites: ## Install PostgreSQL's, MariaDB's and Prometheus' servers, an OCI registry, a DNS server (bind9) and rpm for the tests when missing (apt-get, as root); otherwise say how.
 	@if [ -n "$${ORDERLY_POSTGRES_BIN_DIR:-}" ]; then \
 		test -x "$$ORDERLY_POSTGRES_BIN_DIR/initdb" || { echo "ORDERLY_POSTGRES_BIN_DIR=$$ORDERLY_POSTGRES_BIN_DIR holds no initdb"; exit 1; }; \
 	elif ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			echo "Installing PostgreSQL (Debian's postgresql package) for the tests"; \
-			DEBIAN_FRONTEND=noninteractive apt-get update -q; \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql; \
-			compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || { echo "apt-get installed postgresql but no /usr/lib/postgresql/*/bin/initdb is there"; exit 1; }; \
-		else \
-			echo "The tests need PostgreSQL's server binaries. Install them with: $(POSTGRES_INSTALL)"; \
-			echo "(or set ORDERLY_POSTGRES_BIN_DIR to a directory holding initdb, pg_ctl and postgres)"; \
-			exit 1; \
-		fi; \
+		$(call apt_install,postgresql,PostgreSQL (Debian's postgresql package) for the tests,compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null,no /usr/lib/postgresql/*/bin/initdb is there,echo "The tests need PostgreSQL's server binaries. Install them with: $(POSTGRES_INSTALL)"; echo "(or set ORDERLY_POSTGRES_BIN_DIR to a directory holding initdb$(comma) pg_ctl and postgres)";); \
 	fi
 	@if [ -n "$${ORDERLY_MARIADB_BIN_DIR:-}" ]; then \
 		test -x "$$ORDERLY_MARIADB_BIN_DIR/mariadbd" -a -x "$$ORDERLY_MARIADB_BIN_DIR/mariadb-install-db" || { echo "ORDERLY_MARIADB_BIN_DIR=$$ORDERLY_MARIADB_BIN_DIR holds no mariadbd and mariadb-install-db"; exit 1; }; \
 	elif ! [ -x /usr/sbin/mariadbd -a -x /usr/bin/mariadb-install-db ]; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			echo "Installing MariaDB (Debian's mariadb-server package) for the tests"; \
-			DEBIAN_FRONTEND=noninteractive apt-get update -q; \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mariadb-server; \
-			[ -x /usr/sbin/mariadbd -a -x /usr/bin/mariadb-install-db ] || { echo "apt-get installed mariadb-server but no /usr/sbin/mariadbd and /usr/bin/mariadb-install-db are there"; exit 1; }; \
-		else \
-			echo "The tests need MariaDB's server. Install it with: $(MARIADB_INSTALL)"; \
-			echo "(or set ORDERLY_MARIADB_BIN_DIR to a directory holding mariadbd and mariadb-install-db)"; \
-			exit 1; \
-		fi; \
+		$(call apt_install,mariadb-server,MariaDB (Debian's mariadb-server package) for the tests,[ -x /usr/sbin/mariadbd -a -x /usr/bin/mariadb-install-db ],no /usr/sbin/mariadbd and /usr/bin/mariadb-install-db are there,echo "The tests need MariaDB's server. Install it with: $(MARIADB_INSTALL)"; echo "(or set ORDERLY_MARIADB_BIN_DIR to a directory holding mariadbd and mariadb-install-db)";); \
 	fi
 	@if [ -n "$${ORDERLY_PROMETHEUS_BIN:-}" ]; then \
 		test -x "$$ORDERLY_PROMETHEUS_BIN" || { echo "ORDERLY_PROMETHEUS_BIN=$$ORDERLY_PROMETHEUS_BIN is not an executable"; exit 1; }; \
 	elif ! command -v prometheus >/dev/null; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			echo "Installing Prometheus (Debian's prometheus package) for the tests"; \
-			DEBIAN_FRONTEND=noninteractive apt-get update -q; \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; \
-			command -v prometheus >/dev/null || { echo "apt-get installed prometheus but no prometheus is on PATH"; exit 1; }; \
-		else \
-			echo "The tests need Prometheus' server. Install it with: $(PROMETHEUS_INSTALL)"; \
-			echo "(or set ORDERLY_PROMETHEUS_BIN to a prometheus binary)"; \
-			exit 1; \
-		fi; \
+		$(call apt_install,prometheus,Prometheus (Debian's prometheus package) for the tests,command -v prometheus >/dev/null,no prometheus is on PATH,echo "The tests need Prometheus' server. Install it with: $(PROMETHEUS_INSTALL)"; echo "(or set ORDERLY_PROMETHEUS_BIN to a prometheus binary)";); \
 	fi
 	@if [ -n "$${ORDERLY_REGISTRY_BIN:-}" ]; then \
 		test -x "$$ORDERLY_REGISTRY_BIN" || { echo "ORDERLY_REGISTRY_BIN=$$ORDERLY_REGISTRY_BIN is not an executable"; exit 1; }; \
 	elif ! command -v docker-registry >/dev/null; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			echo "Installing an OCI registry (Debian's docker-registry package) for the image tests"; \
-			DEBIAN_FRONTEND=noninteractive apt-get update -q; \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-registry; \
-			command -v docker-registry >/dev/null || { echo "apt-get installed docker-registry but no docker-registry is on PATH"; exit 1; }; \
-		else \
-			echo "The image tests need an OCI registry. Install it with: $(REGISTRY_INSTALL)"; \
-			echo "(or set ORDERLY_REGISTRY_BIN to a registry binary)"; \
-			exit 1; \
-		fi; \
+		$(call apt_install,docker-registry,an OCI registry (Debian's docker-registry package) for the image tests,command -v docker-registry >/dev/null,no docker-registry is on PATH,echo "The image tests need an OCI registry. Install it with: $(REGISTRY_INSTALL)"; echo "(or set ORDERLY_REGISTRY_BIN to a registry binary)";); \
 	fi
 	@if [ -n "$${ORDERLY_NAMED_BIN:-}" ]; then \
 		test -x "$$ORDERLY_NAMED_BIN" || { echo "ORDERLY_NAMED_BIN=$$ORDERLY_NAMED_BIN is not an executable"; exit 1; }; \
 	elif ! command -v named >/dev/null && ! [ -x /usr/sbin/named ]; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			echo "Installing a DNS server (Debian's bind9 package) for the ServiceDomain tests"; \
-			DEBIAN_FRONTEND=noninteractive apt-get update -q; \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends bind9; \
-			[ -x /usr/sbin/named ] || { echo "apt-get installed bind9 but no /usr/sbin/named is there"; exit 1; }; \
-		else \
-			echo "The ServiceDomain tests need a DNS server. Install it with: $(NAMED_INSTALL)"; \
-			echo "(or set ORDERLY_NAMED_BIN to a named binary)"; \
-			exit 1; \
-		fi; \
+		$(call apt_install,bind9,a DNS server (Debian's bind9 package) for the ServiceDomain tests,[ -x /usr/sbin/named ],no /usr/sbin/named is there,echo "The ServiceDomain tests need a DNS server. Install it with: $(NAMED_INSTALL)"; echo "(or set ORDERLY_NAMED_BIN to a named binary)";); \
 	fi
 	@if ! command -v rpmbuild >/dev/null; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			echo "Installing rpm and rpmbuild (Debian's rpm package) for the image scanner's RPM test images"; \
-			DEBIAN_FRONTEND=noninteractive apt-get update -q; \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rpm; \
-			command -v rpmbuild >/dev/null || { echo "apt-get installed rpm but no rpmbuild is on PATH"; exit 1; }; \
-		else \
-			echo "The image scanner's tests need rpm and rpmbuild. Install them with: $(RPM_INSTALL)"; \
-			exit 1; \
-		fi; \
+		$(call apt_install,rpm,rpm and rpmbuild (Debian's rpm package) for the image scanner's RPM test images,command -v rpmbuild >/dev/null,no rpmbuild is on PATH,echo "The image scanner's tests need rpm and rpmbuild. Install them with: $(RPM_INSTALL)";); \
 	fi
 
 ##@ Build
