@@ -140,9 +140,10 @@ func (rpmSQLiteStmt) Exec([]driver.Value) (driver.Result, error) {
 	return nil, errors.New("the RPM database is read-only")
 }
 
-// Query reads every row once before it answers: go-rpmdb does not look at the error
-// that ends an iteration, so a corrupt row must fail the query itself, not shorten
-// the package list.
+// Query reads every row before it answers: go-rpmdb does not look at the error that
+// ends an iteration, so a corrupt row, or one without a blob, must fail the query
+// itself, not shorten the package list. The blobs are kept for Next (go-rpmdb holds
+// every package in memory anyway).
 func (s rpmSQLiteStmt) Query([]driver.Value) (driver.Rows, error) {
 	root, err := s.c.t.rootPage("Packages")
 	if err != nil {
@@ -152,36 +153,33 @@ func (s rpmSQLiteStmt) Query([]driver.Value) (driver.Rows, error) {
 	if err != nil {
 		return nil, err
 	}
+	blobs := make([][]byte, 0, len(cells))
 	for _, c := range cells {
-		if _, err := s.c.t.row(c); err != nil {
+		// The table is hnum INTEGER PRIMARY KEY, blob BLOB: hnum is the rowid,
+		// stored as NULL in the record.
+		rec, err := s.c.t.row(c)
+		if err != nil {
 			return nil, err
 		}
+		if len(rec) < 2 || rec[1].text == nil {
+			return nil, errors.New("an RPM Packages row without a blob")
+		}
+		blobs = append(blobs, rec[1].text)
 	}
-	return &rpmSQLiteRows{t: s.c.t, cells: cells}, nil
+	return &rpmSQLiteRows{blobs: blobs}, nil
 }
 
-type rpmSQLiteRows struct {
-	t     *sqliteTable
-	cells []sqliteCell
-}
+type rpmSQLiteRows struct{ blobs [][]byte }
 
 func (r *rpmSQLiteRows) Columns() []string { return []string{"blob"} }
 func (r *rpmSQLiteRows) Close() error      { return nil }
 
-// Next gives the blob column of the next row (the table is hnum INTEGER PRIMARY KEY,
-// blob BLOB: hnum is the rowid, stored as NULL in the record).
+// Next gives the blob column of the next row.
 func (r *rpmSQLiteRows) Next(dest []driver.Value) error {
-	if len(r.cells) == 0 {
+	if len(r.blobs) == 0 {
 		return io.EOF
 	}
-	rec, err := r.t.row(r.cells[0])
-	if err != nil {
-		return err
-	}
-	r.cells = r.cells[1:]
-	if len(rec) < 2 || rec[1].text == nil {
-		return errors.New("an RPM Packages row without a blob")
-	}
-	dest[0] = rec[1].text
+	dest[0] = r.blobs[0]
+	r.blobs = r.blobs[1:]
 	return nil
 }
