@@ -274,12 +274,29 @@ func procStatus(pid int, field string) int64 {
 // apiServerCounter sums the samples of the API server's own metrics whose line
 // starts with prefix and contains every one of contains.
 func apiServerCounter(ctx context.Context, cs *kubernetes.Clientset, prefix string, contains ...string) float64 {
+	return apiServerMetrics(ctx, cs).sum(prefix, contains...)
+}
+
+// metricsText is one scrape of a metrics endpoint; nil when the scrape failed.
+type metricsText []string
+
+// apiServerMetrics scrapes the API server's own metrics once, for several sums.
+func apiServerMetrics(ctx context.Context, cs *kubernetes.Clientset) metricsText {
 	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
+		return nil
+	}
+	return strings.Split(string(raw), "\n")
+}
+
+// sum adds the samples whose line starts with prefix and contains every one of
+// contains; -1 when the scrape failed.
+func (m metricsText) sum(prefix string, contains ...string) float64 {
+	if m == nil {
 		return -1
 	}
 	sum := 0.0
-	for _, line := range strings.Split(string(raw), "\n") {
+	for _, line := range m {
 		match := strings.HasPrefix(line, prefix)
 		for _, c := range contains {
 			match = match && strings.Contains(line, c)

@@ -306,22 +306,36 @@ type transition struct {
 // serverStats are the API server's own figures over a transition: the mean time it
 // took to serve a PATCH of a Deployment, and the mean time requests of the
 // workload-low priority level (ServiceAccounts: Orderly, the observer) waited in
-// Priority and Fairness queues.
+// Priority and Fairness queues; where its time went (the CPU it and the manager used,
+// and what it spent serving the workload writes, the schedules' status writes and
+// Events), to tell what a transition costs beside the workload writes.
 type serverStats struct {
-	patchSum, patchCount, waitSum, waitCount float64
+	patchSum, patchCount, waitSum, waitCount   float64
+	serverCPU, managerCPU                      float64
+	schedSum, schedCount, eventSum, eventCount float64
 }
 
 func (e *benchEnv) serverStats(ctx context.Context) serverStats {
+	m := apiServerMetrics(ctx, e.cs)
+	const seconds, count = "apiserver_request_duration_seconds_sum", "apiserver_request_duration_seconds_count"
 	return serverStats{
-		patchSum:   apiServerCounter(ctx, e.cs, "apiserver_request_duration_seconds_sum", `verb="PATCH"`, `resource="deployments"`),
-		patchCount: apiServerCounter(ctx, e.cs, "apiserver_request_duration_seconds_count", `verb="PATCH"`, `resource="deployments"`),
-		waitSum:    apiServerCounter(ctx, e.cs, "apiserver_flowcontrol_request_wait_duration_seconds_sum", `priority_level="workload-low"`),
-		waitCount:  apiServerCounter(ctx, e.cs, "apiserver_flowcontrol_request_wait_duration_seconds_count", `priority_level="workload-low"`),
+		patchSum:   m.sum(seconds, `verb="PATCH"`, `resource="deployments"`),
+		patchCount: m.sum(count, `verb="PATCH"`, `resource="deployments"`),
+		waitSum:    m.sum("apiserver_flowcontrol_request_wait_duration_seconds_sum", `priority_level="workload-low"`),
+		waitCount:  m.sum("apiserver_flowcontrol_request_wait_duration_seconds_count", `priority_level="workload-low"`),
+		serverCPU:  m.sum("process_cpu_seconds_total"),
+		managerCPU: cpuSeconds(e.mgr.pid),
+		schedSum:   m.sum(seconds, `verb="PATCH"`, `resource="sleepschedules"`),
+		schedCount: m.sum(count, `verb="PATCH"`, `resource="sleepschedules"`),
+		eventSum:   m.sum(seconds, `verb="POST"`, `resource="events"`),
+		eventCount: m.sum(count, `verb="POST"`, `resource="events"`),
 	}
 }
 
 func (a serverStats) minus(b serverStats) serverStats {
-	return serverStats{a.patchSum - b.patchSum, a.patchCount - b.patchCount, a.waitSum - b.waitSum, a.waitCount - b.waitCount}
+	return serverStats{a.patchSum - b.patchSum, a.patchCount - b.patchCount, a.waitSum - b.waitSum, a.waitCount - b.waitCount,
+		a.serverCPU - b.serverCPU, a.managerCPU - b.managerCPU,
+		a.schedSum - b.schedSum, a.schedCount - b.schedCount, a.eventSum - b.eventSum, a.eventCount - b.eventCount}
 }
 
 func (a serverStats) String() string {
@@ -331,7 +345,9 @@ func (a serverStats) String() string {
 		}
 		return sum / n * 1000
 	}
-	return fmt.Sprintf("PATCH %5.1f ms, APF wait %5.2f ms", per(a.patchSum, a.patchCount), per(a.waitSum, a.waitCount))
+	return fmt.Sprintf("PATCH %5.1f ms, APF wait %5.2f ms; CPU: API server %.1fs, manager %.1fs; served: %.0f Deployment PATCHes %.1fs, %.0f SleepSchedule PATCHes %.1fs, %.0f Event POSTs %.1fs",
+		per(a.patchSum, a.patchCount), per(a.waitSum, a.waitCount), a.serverCPU, a.managerCPU,
+		a.patchCount, a.patchSum, a.schedCount, a.schedSum, a.eventCount, a.eventSum)
 }
 
 // sleepRun is the Orderly side of one configuration (one schedule, or one per
@@ -378,13 +394,15 @@ func (e *benchEnv) measure(ctx context.Context, b *testing.B, at time.Time, writ
 		b.Fatalf("%v; manager log: %s", err, e.mgr.logPath)
 	}
 	first := e.w.first
-	tm1, rj1, p1, r1 := e.counters(ctx)
-	c1 := scrapeCounter(e.mgr.metricsURL, `rest_client_requests_total{`, `code="409"`)
 	s1 := e.serverStats(ctx)
 	quiet, err := e.w.until(ctx, settled)
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The manager's requests until the cluster settled: its status writes may come
+	// after the workload writes.
+	tm1, rj1, p1, r1 := e.counters(ctx)
+	c1 := scrapeCounter(e.mgr.metricsURL, `rest_client_requests_total{`, `code="409"`)
 	return transition{first: first.Sub(at), writes: done.Sub(at), settled: quiet.Sub(at), lat: lat, tooMany: tm1 - tm0, rejected: rj1 - rj0,
 		patches: p1 - p0, conflicts: c1 - c0, reconciles: r1 - r0, server: s1.minus(s0)}
 }

@@ -335,9 +335,18 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 	return st
 }
 
+// maxBookkeepingWait bounds how long a reconcile's status write and Events wait for
+// the workload writes of other reconciles (writePool.afterWrites).
+const maxBookkeepingWait = 30 * time.Second
+
 // updateStatus emits Events for what this reconcile did, writes the status when it
-// changed and updates the metrics.
+// changed and updates the metrics; after the workload writes that other reconciles
+// have pending, so that a transition over many schedules writes every workload first.
 func (r *Reconciler) updateStatus(ctx context.Context, s *powerv1alpha1.SleepSchedule, obs *observation) error {
+	return r.pool().afterWrites(ctx, maxBookkeepingWait, func() error { return r.writeStatus(ctx, s, obs) })
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, s *powerv1alpha1.SleepSchedule, obs *observation) error {
 	r.emitEvents(s, obs)
 	generation := s.Generation
 	var prev powerv1alpha1.SleepScheduleStatus

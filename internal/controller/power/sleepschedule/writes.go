@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -30,14 +31,28 @@ const DefaultWriters = 20
 
 // writePool bounds the workload writes of every reconcile of the controller together,
 // so that many small schedules transition as fast as one big one and no more than
-// the pool's size of writes is ever in flight. Waiting writes are served in the order
-// they came (a channel's blocked senders are queued first in, first out), so that
-// concurrent reconciles share it fairly.
-type writePool struct{ slots chan struct{} }
+// the pool's size of writes is ever in flight. Waiting reconciles are served in the
+// order they came (a channel's blocked senders are queued first in, first out), a
+// write each in turn, so that concurrent reconciles share it fairly.
+//
+// A reconcile's bookkeeping (its status write and Events) waits until no workload
+// write is pending (afterWrites): when many schedules change together, every
+// workload is written before the API server is asked for anything else.
+type writePool struct {
+	slots chan struct{}
 
-func newWritePool(n int) *writePool { return &writePool{slots: make(chan struct{}, max(n, 1))} }
+	mu sync.Mutex
+	// pending counts the workload writes queued or in flight; idle is closed while it
+	// is zero, and replaced by an open channel when it rises above.
+	pending int
+	idle    chan struct{}
+}
 
-func (p *writePool) size() int { return cap(p.slots) }
+func newWritePool(n int) *writePool {
+	idle := make(chan struct{})
+	close(idle)
+	return &writePool{slots: make(chan struct{}, max(n, 1)), idle: idle}
+}
 
 // do runs f holding one slot; it returns ctx's error if ctx ends while waiting.
 func (p *writePool) do(ctx context.Context, f func() error) error {
@@ -50,27 +65,75 @@ func (p *writePool) do(ctx context.Context, f func() error) error {
 	return f()
 }
 
+// add changes the count of pending workload writes by n.
+func (p *writePool) add(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	was := p.pending
+	p.pending += n
+	switch {
+	case was == 0 && p.pending > 0:
+		p.idle = make(chan struct{})
+	case was > 0 && p.pending == 0:
+		close(p.idle)
+	}
+}
+
+// whenIdle is closed once no workload write is pending.
+func (p *writePool) whenIdle() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.idle
+}
+
+// afterWrites runs f, a reconcile's bookkeeping, holding one slot once no workload
+// write is pending, or once it has waited maxWait (so that a stream of writes cannot
+// hold a status back for long). It returns ctx's error if ctx ends while waiting.
+func (p *writePool) afterWrites(ctx context.Context, maxWait time.Duration, f func() error) error {
+	t := time.NewTimer(maxWait)
+	defer t.Stop()
+	select {
+	case <-p.whenIdle():
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return p.do(ctx, f)
+}
+
 // each runs f(i) for every i in [0, n), each call holding a slot of the pool, and
-// returns once all are done. It starts no more goroutines than the pool has slots.
+// returns once all are done. The caller takes the slots one after the other, and
+// a goroutine runs each write while it holds its slot: however many reconciles wait
+// for the pool, no more goroutines write than it has slots, and the waiting
+// reconciles take a slot each in turn. When ctx ends before a slot is free, the
+// writes not started are done with ctx's error.
 func (p *writePool) each(ctx context.Context, n int, f func(i int) error, done func(i int, err error)) {
-	var next int
+	if n == 0 {
+		return
+	}
+	p.add(n)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for range min(n, p.size()) {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= n {
-					return
-				}
-				err := p.do(ctx, func() error { return f(i) })
-				mu.Lock()
-				done(i, err)
-				mu.Unlock()
+	finish := func(i int, err error) {
+		p.add(-1)
+		mu.Lock()
+		defer mu.Unlock()
+		done(i, err)
+	}
+	for i := range n {
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			for j := i; j < n; j++ {
+				finish(j, ctx.Err())
 			}
+			wg.Wait()
+			return
+		}
+		wg.Go(func() {
+			err := f(i)
+			<-p.slots
+			finish(i, err)
 		})
 	}
 	wg.Wait()

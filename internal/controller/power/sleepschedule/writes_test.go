@@ -98,3 +98,59 @@ func TestWritePoolGivesUpWithTheContext(t *testing.T) {
 		}
 	}
 }
+
+// A reconcile's bookkeeping waits until no workload write of any reconcile is
+// pending, and then runs.
+func TestAfterWritesWaitsForThePendingWrites(t *testing.T) {
+	p := newWritePool(2)
+	release := make(chan struct{})
+	var writesDone atomic.Int32
+	go p.each(context.Background(), 5, func(int) error {
+		<-release
+		writesDone.Add(1)
+		return nil
+	}, func(int, error) {})
+	for p.pendingNow() == 0 {
+		time.Sleep(time.Millisecond) // until the writes are queued
+	}
+	ran := make(chan int32, 1)
+	go func() {
+		_ = p.afterWrites(context.Background(), time.Hour, func() error { ran <- writesDone.Load(); return nil })
+	}()
+	select {
+	case n := <-ran:
+		t.Fatalf("the bookkeeping ran with %d of 5 writes done", n)
+	case <-time.After(50 * time.Millisecond): // long enough for a bookkeeping that does not wait to run
+	}
+	close(release)
+	if n := <-ran; n != 5 {
+		t.Errorf("the bookkeeping ran with %d of 5 writes done, want all", n)
+	}
+	if p.pendingNow() != 0 {
+		t.Errorf("%d writes still pending after all were done", p.pendingNow())
+	}
+}
+
+// A stream of writes holds the bookkeeping back for maxWait at most; a context that
+// ends stops the wait with its error.
+func TestAfterWritesWaitsBoundedly(t *testing.T) {
+	p := newWritePool(1)
+	p.add(1) // a write that never ends
+	ran := false
+	if err := p.afterWrites(context.Background(), 10*time.Millisecond, func() error { ran = true; return nil }); err != nil || !ran {
+		t.Errorf("after maxWait: ran %v, err %v; want it run", ran, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ran = false
+	if err := p.afterWrites(ctx, time.Hour, func() error { ran = true; return nil }); !errors.Is(err, context.Canceled) || ran {
+		t.Errorf("with the context ended: ran %v, err %v; want context.Canceled and not run", ran, err)
+	}
+}
+
+// pendingNow is how many workload writes are queued or in flight.
+func (p *writePool) pendingNow() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pending
+}
