@@ -16,7 +16,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -162,6 +165,25 @@ func leaderElectionNamespace(flag string) string {
 	return "orderly-system"
 }
 
+// checkLeaseNamespace refuses to start a manager whose leader election namespace does
+// not exist: it would wait for a Lease it can never create, running no controller,
+// with only an error repeated in its log every few seconds. Any other answer (the
+// namespace is there, reading it is forbidden, the API server is not reachable yet)
+// is left to the manager, which retries.
+func checkLeaseNamespace(ctx context.Context, cfg *rest.Config, namespace string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = cs.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("the leader election namespace %q does not exist: create it, name another with --leader-election-namespace, or run a single replica with --leader-elect=false", namespace)
+	}
+	return nil
+}
+
 // defaultGCPercent is the manager's GOGC unless its environment sets GOGC. The
 // manager's live heap is small (its caches hold trimmed objects), and most of its
 // resident memory is the headroom the garbage collector lets the heap grow into
@@ -229,6 +251,11 @@ func runManager(ctx context.Context, o managerOptions) error {
 		return err
 	}
 	namespace := leaderElectionNamespace(o.leaderElectionNamespace)
+	if o.leaderElect {
+		if err := checkLeaseNamespace(ctx, cfg, namespace); err != nil {
+			return err
+		}
+	}
 	// The database connector is shared by the data controllers and closed when the
 	// manager stops.
 	databases := engine.Engines{string(datav1alpha1.EnginePostgres): postgres.NewConnector(), string(datav1alpha1.EngineMySQL): mysql.NewConnector()}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -467,4 +468,25 @@ func TestAPIServerRestartDuringReconciles(t *testing.T) {
 	t.Logf("API server killed with %d of %d Tenants Ready, back after %.1fs; all Ready %.1fs after the kill; "+
 		"%d of %d namespaces named in no NamespaceCreated Event (its create answered during the kill, or its Event folded into an earlier one); test %.1fs",
 		readyAtRestart, tenants, outage.Seconds(), converged.Seconds(), unannounced, len(created), time.Since(start).Seconds())
+}
+
+// A manager told to elect a leader in a namespace that does not exist stops at once
+// and says why, rather than running no controller and logging an error every few
+// seconds.
+func TestManagerRefusesAMissingLeaseNamespace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, managerBin, "manager", "--kubeconfig", managerKubeconfig, //nolint:gosec // the binary under test
+		"--leader-elect=true", "--leader-election-namespace", "e2e-no-such-namespace",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the manager did not stop within 2 minutes; output:\n%s", out)
+	}
+	if err == nil {
+		t.Fatalf("the manager exited 0; output:\n%s", out)
+	}
+	if want := `the leader election namespace "e2e-no-such-namespace" does not exist`; !strings.Contains(string(out), want) {
+		t.Errorf("output does not say %q:\n%s", want, out)
+	}
 }

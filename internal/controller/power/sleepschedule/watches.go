@@ -35,33 +35,46 @@ import (
 // settles. A new workload in a sleeping namespace still sleeps within seconds.
 const eventDelay = time.Second
 
-// delayed enqueues the requests of fn eventDelay after each event. The queue keeps
-// the earliest time a request is due, so the events of a burst share one reconcile.
+// readinessDelay is eventDelay for a workload event that changed only whether the
+// workload is ready. That changes nothing but the status's count of ready workloads,
+// and while a woken cluster settles (a minute or more) every workload's readiness
+// changes: with a schedule per namespace and as many workers as schedules, a delay of
+// a second made each schedule write its status again for nearly every workload that
+// became ready.
+const readinessDelay = 5 * time.Second
+
+// delayed enqueues the requests of fn eventDelay (or readinessDelay) after each event.
+// The queue keeps the earliest time a request is due, so the events of a burst share
+// one reconcile.
 type delayed struct{ fn handler.MapFunc }
 
-func (d delayed) add(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (d delayed) add(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration) {
 	for _, req := range d.fn(ctx, o) {
-		q.AddAfter(req, eventDelay)
+		q.AddAfter(req, after)
 	}
 }
 
 func (d delayed) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	d.add(ctx, e.Object, q)
+	d.add(ctx, e.Object, q, eventDelay)
 }
 
 // Update maps the old object and the new: a namespace that stops matching a selector,
 // a workload whose label changed, concern the schedules of both.
 func (d delayed) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	d.add(ctx, e.ObjectOld, q)
-	d.add(ctx, e.ObjectNew, q)
+	after := eventDelay
+	if sameSpecAndMetadata(e.ObjectOld, e.ObjectNew) {
+		after = readinessDelay
+	}
+	d.add(ctx, e.ObjectOld, q, after)
+	d.add(ctx, e.ObjectNew, q, after)
 }
 
 func (d delayed) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	d.add(ctx, e.Object, q)
+	d.add(ctx, e.Object, q, eventDelay)
 }
 
 func (d delayed) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	d.add(ctx, e.Object, q)
+	d.add(ctx, e.Object, q, eventDelay)
 }
 
 // Cache indexes. An event maps to the schedules it concerns through them, and a
@@ -293,11 +306,14 @@ func selectionChanged() predicate.Predicate {
 func workloadChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld, e.ObjectNew
-		if o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels()) || !maps.Equal(o.GetAnnotations(), n.GetAnnotations()) {
-			return true
-		}
-		return workloadReady(o) != workloadReady(n)
+		return !sameSpecAndMetadata(o, n) || workloadReady(o) != workloadReady(n)
 	}}
+}
+
+// sameSpecAndMetadata: the update changed neither the spec (generation) nor a label
+// or annotation; for a workload that passed workloadChanged, only its readiness.
+func sameSpecAndMetadata(o, n client.Object) bool {
+	return o.GetGeneration() == n.GetGeneration() && maps.Equal(o.GetLabels(), n.GetLabels()) && maps.Equal(o.GetAnnotations(), n.GetAnnotations())
 }
 
 func workloadReady(obj client.Object) bool {

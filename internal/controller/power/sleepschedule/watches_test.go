@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -126,5 +128,50 @@ func TestIndexAsleep(t *testing.T) {
 		if got := indexAsleep(o); !slices.Equal(got, []string{"nights"}) {
 			t.Errorf("%T: %v", o, got)
 		}
+	}
+}
+
+// delaysQueue records the delays of AddAfter; nothing else of the queue is used.
+type delaysQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	delays []time.Duration
+}
+
+func (q *delaysQueue) AddAfter(_ reconcile.Request, d time.Duration) { q.delays = append(q.delays, d) }
+
+// A workload update that changed only its readiness reconciles later than one that
+// changed its spec or metadata: the events of a settling cluster share fewer
+// reconciles.
+func TestDelayedWaitsLongerForReadinessOnly(t *testing.T) {
+	one := func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: "nights"}}}
+	}
+	d := delayed{one}
+	base := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "dev", Name: "web", Generation: 1, Labels: map[string]string{"app": "web"}}}
+	ready := base.DeepCopy()
+	ready.Status.ReadyReplicas = 1
+	scaled := base.DeepCopy()
+	scaled.Generation = 2
+	relabeled := base.DeepCopy()
+	relabeled.Labels = map[string]string{"app": "web", powerv1alpha1.AsleepLabel: "nights"}
+	for _, tt := range []struct {
+		name string
+		new  *appsv1.Deployment
+		want time.Duration
+	}{
+		{"readiness only", ready, readinessDelay},
+		{"spec", scaled, eventDelay},
+		{"labels", relabeled, eventDelay},
+	} {
+		q := &delaysQueue{}
+		d.Update(context.Background(), event.UpdateEvent{ObjectOld: base, ObjectNew: tt.new}, q)
+		if len(q.delays) == 0 || slices.ContainsFunc(q.delays, func(got time.Duration) bool { return got != tt.want }) {
+			t.Errorf("%s: delays %v, want all %v", tt.name, q.delays, tt.want)
+		}
+	}
+	q := &delaysQueue{}
+	d.Create(context.Background(), event.CreateEvent{Object: base}, q)
+	if !slices.Equal(q.delays, []time.Duration{eventDelay}) {
+		t.Errorf("create: delays %v, want [%v]", q.delays, eventDelay)
 	}
 }
