@@ -274,19 +274,36 @@ func procStatus(pid int, field string) int64 {
 // apiServerCounter sums the samples of the API server's own metrics whose line
 // starts with prefix and contains every one of contains.
 func apiServerCounter(ctx context.Context, cs *kubernetes.Clientset, prefix string, contains ...string) float64 {
-	return apiServerMetrics(ctx, cs).sum(prefix, contains...)
+	m, _ := apiServerMetrics(ctx, cs)
+	return m.sum(prefix, contains...)
 }
 
 // metricsText is one scrape of a metrics endpoint; nil when the scrape failed.
 type metricsText []string
 
-// apiServerMetrics scrapes the API server's own metrics once, for several sums.
-func apiServerMetrics(ctx context.Context, cs *kubernetes.Clientset) metricsText {
+// apiServerMetrics scrapes the API server's own metrics once, for several readings.
+func apiServerMetrics(ctx context.Context, cs *kubernetes.Clientset) (metricsText, error) {
 	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	return strings.Split(string(raw), "\n")
+	return strings.Split(string(raw), "\n"), nil
+}
+
+// samples calls f with each sample whose line starts with prefix and contains every
+// one of contains, and the sample's value.
+func (m metricsText) samples(prefix string, contains []string, f func(line string, v float64)) {
+	for _, line := range m {
+		match := strings.HasPrefix(line, prefix)
+		for _, c := range contains {
+			match = match && strings.Contains(line, c)
+		}
+		if match {
+			fields := strings.Fields(line)
+			v, _ := strconv.ParseFloat(fields[len(fields)-1], 64)
+			f(line, v)
+		}
+	}
 }
 
 // sum adds the samples whose line starts with prefix and contains every one of
@@ -296,17 +313,7 @@ func (m metricsText) sum(prefix string, contains ...string) float64 {
 		return -1
 	}
 	sum := 0.0
-	for _, line := range m {
-		match := strings.HasPrefix(line, prefix)
-		for _, c := range contains {
-			match = match && strings.Contains(line, c)
-		}
-		if match {
-			f := strings.Fields(line)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			sum += v
-		}
-	}
+	m.samples(prefix, contains, func(_ string, v float64) { sum += v })
 	return sum
 }
 

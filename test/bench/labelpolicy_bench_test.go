@@ -103,23 +103,12 @@ type serverHistogram struct {
 // scrapeServerHistogram reads the API server's metric (a histogram) over the series that
 // match every one of labels (`name="..."` and so on).
 func scrapeServerHistogram(ctx context.Context, cs *kubernetes.Clientset, metric string, labels ...string) (serverHistogram, error) {
-	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	m, err := apiServerMetrics(ctx, cs)
 	if err != nil {
 		return serverHistogram{}, err
 	}
 	h := serverHistogram{le: map[string]float64{}}
-lines:
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, metric+"_") {
-			continue
-		}
-		for _, l := range labels {
-			if !strings.Contains(line, l) {
-				continue lines
-			}
-		}
-		f := strings.Fields(line)
-		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+	m.samples(metric+"_", labels, func(line string, v float64) {
 		switch {
 		case strings.HasPrefix(line, metric+"_count"):
 			h.count += v
@@ -131,7 +120,7 @@ lines:
 				h.le[bound] += v
 			}
 		}
-	}
+	})
 	return h, nil
 }
 

@@ -316,7 +316,7 @@ type serverStats struct {
 }
 
 func (e *benchEnv) serverStats(ctx context.Context) serverStats {
-	m := apiServerMetrics(ctx, e.cs)
+	m, _ := apiServerMetrics(ctx, e.cs) // a failed scrape reads -1
 	const seconds, count = "apiserver_request_duration_seconds_sum", "apiserver_request_duration_seconds_count"
 	return serverStats{
 		patchSum:   m.sum(seconds, `verb="PATCH"`, `resource="deployments"`),
