@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,15 +92,16 @@ func TestMetrics(t *testing.T) {
 	prefix := upload(t, "shop.dump", dumps.custom, false)
 	good := waitRun(t, newBV(t, suiteNamespace, server, prefix, nil), 1)
 	key := client.ObjectKeyFromObject(good)
-	if got := testutil.ToFloat64(lastSuccess.WithLabelValues(series.Values(key)...)); got != float64(good.Status.LastSuccessTime.Unix()) {
-		t.Errorf("last success timestamp %v, want %v", got, good.Status.LastSuccessTime.Unix())
+	want := float64(good.Status.LastSuccessTime.Unix())
+	if got := metricSettles(lastSuccess.WithLabelValues(series.Values(key)...), func(v float64) bool { return v == want }); got != want {
+		t.Errorf("last success timestamp %v, want %v", got, want)
 	}
-	if got := testutil.ToFloat64(restoreSeconds.WithLabelValues(series.Values(key)...)); got <= 0 {
+	if got := metricSettles(restoreSeconds.WithLabelValues(series.Values(key)...), func(v float64) bool { return v > 0 }); got <= 0 {
 		t.Errorf("restore duration %v", got)
 	}
 	bad := waitRun(t, newBV(t, suiteNamespace, server, "nothing/", nil), 1)
 	bkey := client.ObjectKeyFromObject(bad)
-	if got := testutil.ToFloat64(failures.WithLabelValues(series.Values(bkey, "Error", ReasonNoBackup)...)); got != 1 {
+	if got := metricSettles(failures.WithLabelValues(series.Values(bkey, "Error", ReasonNoBackup)...), func(v float64) bool { return v == 1 }); got != 1 {
 		t.Errorf("failures_total{result=Error,reason=NoBackup} = %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(lastSuccess.WithLabelValues(series.Values(bkey)...)); got != 0 {
@@ -144,5 +146,19 @@ func TestSecretsNeverInStatusOrEvents(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// metricSettles reads m until ok says its value is the expected one, or until the
+// timeout, and returns the last value read. The controller sets its metrics just after
+// the status write that waitRun sees, so the test can read them a moment too early.
+func metricSettles(m prometheus.Collector, ok func(float64) bool) float64 {
+	deadline := time.Now().Add(timeout)
+	for {
+		v := testutil.ToFloat64(m)
+		if ok(v) || time.Now().After(deadline) {
+			return v
+		}
+		time.Sleep(poll)
 	}
 }
