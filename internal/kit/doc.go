@@ -22,6 +22,11 @@
 // the error is returned for the controller's backoff: a user must never read a stale
 // status that hides the error.
 //
+// A controller that reconciles one object many times in a burst (a SleepSchedule
+// through a transition's workload events) can keep a WrittenVersions: a reconcile
+// that finds its cached copy older than the controller's own last write of it waits
+// for the cache instead of computing a status that would meet a 409.
+//
 // It is a kit, not a framework: a controller calls what it needs and keeps its own
 // Reconcile.
 package kit

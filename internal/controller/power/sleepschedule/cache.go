@@ -18,8 +18,10 @@ import (
 // StatefulSet, CronJob and HorizontalPodAutoscaler of the cluster is watched (a new
 // one in a sleeping namespace must be seen), so each is kept only as the few fields
 // the controller reads (trimWorkload): a cluster's workloads then cost the manager
-// about 1 KiB each instead of their full size, and a namespace user cannot grow the
-// manager's memory with large annotations or pod templates.
+// the same few KiB each whatever their size (about 4.4 KiB a Deployment in a heap
+// profile of 2,000, with its metadata-only copy; most of it the Go struct types
+// themselves), and a namespace user cannot grow the manager's memory with large
+// annotations or pod templates.
 func Cache() kit.CacheRules {
 	trim := cache.ByObject{Transform: trimWorkload}
 	return kit.CacheRules{

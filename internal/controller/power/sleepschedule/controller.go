@@ -41,6 +41,10 @@ const finalizer = "power.orderly.dev/wake"
 // (or a missed timer) is corrected within this time.
 const maxRequeue = 15 * time.Minute
 
+// cacheLagRetry is when a reconcile that found its cached copy of the schedule behind
+// the schedule on the API server (its own last write, a conflict) looks again.
+const cacheLagRetry = 100 * time.Millisecond
+
 // Reconciler reconciles SleepSchedules.
 type Reconciler struct {
 	client.Client
@@ -63,6 +67,9 @@ type Reconciler struct {
 
 	poolOnce sync.Once
 	writes   *writePool
+	// written holds the resourceVersion of the controller's last write of each
+	// schedule, so that a reconcile does not start from a cached copy older than it.
+	written kit.WrittenVersions
 	// kinds tells how the kinds of targets.kinds are served.
 	kinds *kindDetector
 }
@@ -171,12 +178,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			series.Forget(req.NamespacedName)
+			r.written.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.written.Behind(&s) {
+		// The cache has not yet seen this controller's last write of the schedule (a
+		// reconcile that follows its predecessor's status write closely, as a
+		// transition's workload events bring): a status computed from this copy would
+		// meet a 409 and be read and sent again. The cache catches up in milliseconds.
+		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	}
 	if !s.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, &s)
 	}
+	cachedVersion := s.ResourceVersion
 	if err := kit.AddFinalizer(ctx, r.Client, r.apiReader(), &s, finalizer); err != nil {
 		// Deleted or gone since it was read, before anything was put to sleep under
 		// the finalizer: there is nothing to wake.
@@ -184,6 +200,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if s.ResourceVersion != cachedVersion {
+		r.written.Record(&s)
 	}
 
 	now := r.clock().Now()
@@ -216,7 +235,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err := r.updateStatus(ctx, &s, obs); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 		}
 		return ctrl.Result{}, err
 	}

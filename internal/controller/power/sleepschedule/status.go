@@ -362,6 +362,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *powerv1alpha1.SleepSche
 	if err != nil {
 		return err
 	}
+	r.written.Record(s)
 	if s.Generation == generation {
 		// Otherwise the status was not written, and the next reconcile records it.
 		recordMetrics(client.ObjectKeyFromObject(s), prev, s.Status, obs)
