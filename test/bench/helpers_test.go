@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -210,28 +211,24 @@ func freePort() int {
 }
 
 // scrapeCounter sums the samples of a Prometheus text exposition whose line starts
-// with prefix.
+// with prefix and contains every one of contains; -1 when the scrape failed.
 func scrapeCounter(url, prefix string, contains ...string) float64 {
+	return scrapeMetrics(url).sum(prefix, contains...)
+}
+
+// scrapeMetrics reads a metrics endpoint once, for several readings; nil when the
+// scrape failed.
+func scrapeMetrics(url string) metricsText {
 	resp, err := http.Get(url) //nolint:gosec,noctx // loopback URL built by the benchmark
 	if err != nil {
-		return -1
+		return nil
 	}
 	defer resp.Body.Close()
-	sum := 0.0
-	s := bufio.NewScanner(resp.Body)
-	for s.Scan() {
-		line := s.Text()
-		match := strings.HasPrefix(line, prefix)
-		for _, c := range contains {
-			match = match && strings.Contains(line, c)
-		}
-		if match {
-			f := strings.Fields(line)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			sum += v
-		}
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil
 	}
-	return sum
+	return strings.Split(string(raw), "\n")
 }
 
 // cpuSeconds reads a process's user+system CPU time from /proc (clock ticks of 1/100 s).

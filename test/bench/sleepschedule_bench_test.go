@@ -371,11 +371,13 @@ type benchEnv struct {
 }
 
 // counters are the cumulative figures read before and after a transition.
-func (e *benchEnv) counters(ctx context.Context) (tooMany, rejected, patches, reconciles float64) {
-	return scrapeCounter(e.mgr.metricsURL, `rest_client_requests_total{`, `code="429"`),
+func (e *benchEnv) counters(ctx context.Context) (tooMany, rejected, patches, conflicts, reconciles float64) {
+	m := scrapeMetrics(e.mgr.metricsURL)
+	return m.sum(`rest_client_requests_total{`, `code="429"`),
 		apiServerCounter(ctx, e.cs, "apiserver_flowcontrol_rejected_requests_total"),
-		scrapeCounter(e.mgr.metricsURL, `rest_client_requests_total{`, `method="PATCH"`),
-		scrapeCounter(e.mgr.metricsURL, `controller_runtime_reconcile_total{controller="sleepschedule"`)
+		m.sum(`rest_client_requests_total{`, `method="PATCH"`),
+		m.sum(`rest_client_requests_total{`, `code="409"`),
+		m.sum(`controller_runtime_reconcile_total{controller="sleepschedule"`)
 }
 
 // measure waits until at, then until every Deployment is written (written) and the
@@ -383,8 +385,7 @@ func (e *benchEnv) counters(ctx context.Context) (tooMany, rejected, patches, re
 // are done.
 func (e *benchEnv) measure(ctx context.Context, b *testing.B, at time.Time, written, settled func(*appsv1.Deployment) bool) transition {
 	b.Helper()
-	tm0, rj0, p0, r0 := e.counters(ctx)
-	c0 := scrapeCounter(e.mgr.metricsURL, `rest_client_requests_total{`, `code="409"`)
+	tm0, rj0, p0, c0, r0 := e.counters(ctx)
 	s0 := e.serverStats(ctx)
 	time.Sleep(time.Until(at)) // a scheduled instant, not a wait for convergence
 	e.obs.start(ctx)
@@ -401,8 +402,7 @@ func (e *benchEnv) measure(ctx context.Context, b *testing.B, at time.Time, writ
 	}
 	// The manager's requests until the cluster settled: its status writes may come
 	// after the workload writes.
-	tm1, rj1, p1, r1 := e.counters(ctx)
-	c1 := scrapeCounter(e.mgr.metricsURL, `rest_client_requests_total{`, `code="409"`)
+	tm1, rj1, p1, c1, r1 := e.counters(ctx)
 	return transition{first: first.Sub(at), writes: done.Sub(at), settled: quiet.Sub(at), lat: lat, tooMany: tm1 - tm0, rejected: rj1 - rj0,
 		patches: p1 - p0, conflicts: c1 - c0, reconciles: r1 - r0, server: s1.minus(s0)}
 }
