@@ -115,7 +115,7 @@ func Main(m *testing.M, setup func(*Env) (teardown func(), err error), opts ...O
 		if teardown != nil {
 			teardown()
 		}
-		_ = e.Stop()
+		e.stopOrReport()
 		fmt.Fprintln(os.Stderr, "setting up the suite:", err)
 		os.Exit(1)
 	}
@@ -123,8 +123,16 @@ func Main(m *testing.M, setup func(*Env) (teardown func(), err error), opts ...O
 	if teardown != nil {
 		teardown()
 	}
-	_ = e.Stop()
+	e.stopOrReport()
 	os.Exit(code)
+}
+
+// stopOrReport stops e and says on stderr when that failed: envtest kills a process
+// that outlives its stop timeout, so the message is what is left to see.
+func (e *Env) stopOrReport() {
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the test API server:", err)
+	}
 }
 
 // StartManager runs controllers in a manager of their own on e, as `orderly manager`

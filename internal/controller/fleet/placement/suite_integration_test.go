@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -82,23 +83,31 @@ func TestMain(m *testing.M) {
 				return teardown, err
 			}
 		}
-		for name, region := range map[string]string{"eu1": "eu", "us1": "us"} {
+		// addMember starts a member and queues its stop. Each stop holds its own
+		// member: a closure over one reused variable once stopped the last member
+		// twice and left an earlier one's API server and etcd running.
+		addMember := func(name string) (*testMember, error) {
 			tm, err := startMember()
+			if err != nil {
+				return nil, err
+			}
+			stops = append(stops, tm.stop)
+			members[name] = tm
+			return tm, nil
+		}
+		for name, region := range map[string]string{"eu1": "eu", "us1": "us"} {
+			tm, err := addMember(name)
 			if err != nil {
 				return teardown, err
 			}
-			stops = append(stops, func() { tm.proxy.stop(); _ = tm.env.Stop() })
-			members[name] = tm
 			if err := register(ctx, name, map[string]string{"region": region, "env": "test"}, "dup, div,none,cap,hub", tm, tm.env.Config); err != nil {
 				return teardown, err
 			}
 		}
-		tm, err := startMember()
+		tm, err := addMember("rb1")
 		if err != nil {
 			return teardown, err
 		}
-		stops = append(stops, func() { tm.proxy.stop(); _ = tm.env.Stop() })
-		members["rb1"] = tm
 		cfg, err := restrictedUser(ctx, tm, "rbac")
 		if err != nil {
 			return teardown, err
@@ -107,12 +116,10 @@ func TestMain(m *testing.M) {
 			return teardown, err
 		}
 		// fm1's health is written by its fleet manager (the test plays it).
-		tm, err = startMember()
+		tm, err = addMember("fm1")
 		if err != nil {
 			return teardown, err
 		}
-		stops = append(stops, func() { tm.proxy.stop(); _ = tm.env.Stop() })
-		members["fm1"] = tm
 		if err := register(ctx, "fm1", map[string]string{"env": "fleetmanager"}, "fm", tm, tm.env.Config,
 			fleetv1alpha1.HealthSourceAnnotation, fleetv1alpha1.HealthSourceFleetManager); err != nil {
 			return teardown, err
@@ -148,6 +155,14 @@ func startMember() (*testMember, error) {
 		return nil, err
 	}
 	return &testMember{env: env, client: c, proxy: p}, nil
+}
+
+// stop cuts the member's proxy and stops its API server and etcd.
+func (tm *testMember) stop() {
+	tm.proxy.stop()
+	if err := tm.env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping a member API server:", err)
+	}
 }
 
 // restrictedUser makes a user on the member with what placing in namespace ns
