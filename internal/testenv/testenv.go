@@ -93,7 +93,7 @@ func StartForTest(t testing.TB, opts ...Option) *Env {
 	if err != nil {
 		t.Fatalf("starting the test API server: %v", err)
 	}
-	t.Cleanup(func() { _ = e.Stop() })
+	t.Cleanup(e.stopOrReport)
 	return e
 }
 
