@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	orderlyadmission "orderly.dev/orderly/internal/admission"
 	controller "orderly.dev/orderly/internal/controller/policy/imagepolicy"
 	"orderly.dev/orderly/internal/controller/policy/imagescan"
 )
@@ -62,7 +63,7 @@ func (p *Pinner) Handle(ctx context.Context, req admission.Request) admission.Re
 	if !controller.NeedsRewrite(&policy) {
 		return admission.Allowed("requireDigest.rewrite is off")
 	}
-	spec, err := PodSpecOf(req.Kind.Kind, req.Object.Raw)
+	spec, err := orderlyadmission.PodSpecOf(req.Kind.Kind, req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
@@ -89,12 +90,9 @@ func (p *Pinner) Handle(ctx context.Context, req admission.Request) admission.Re
 // tag only with tag@digest, where digestOf knows the tag's digest ("" when it does
 // not). spec belongs to an object of kind (see Images), which decides the paths.
 func Pins(kind string, spec *corev1.PodSpec, digestOf func(repository, tag string) string) []jsonpatch.JsonPatchOperation {
-	base := "/spec/template/spec"
-	switch kind {
-	case "Pod":
-		base = "/spec"
-	case "CronJob":
-		base = "/spec/jobTemplate/spec/template/spec"
+	base, ok := orderlyadmission.SpecPointer(kind)
+	if !ok {
+		return nil
 	}
 	var out []jsonpatch.JsonPatchOperation
 	pin := func(field string, i int, image string) {

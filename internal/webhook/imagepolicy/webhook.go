@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	orderlyadmission "orderly.dev/orderly/internal/admission"
 	controller "orderly.dev/orderly/internal/controller/policy/imagepolicy"
 	"orderly.dev/orderly/internal/controller/policy/imagescan"
 	"orderly.dev/orderly/internal/labels"
@@ -121,12 +122,12 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		decisions.WithLabelValues(name, "error").Inc()
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	spec, err := PodSpecOf(req.Kind.Kind, req.Object.Raw)
+	spec, err := orderlyadmission.PodSpecOf(req.Kind.Kind, req.Object.Raw)
 	if err != nil {
 		decisions.WithLabelValues(name, "error").Inc()
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	images := ImagesOf(spec)
+	images := orderlyadmission.ImagesOf(spec)
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
 		if old, err := Images(req.Kind.Kind, req.OldObject.Raw); err == nil && slices.Equal(old, images) {
 			return admission.Allowed("images unchanged")

@@ -160,6 +160,17 @@ func editPolicy(t *testing.T, name string, mut func(*policyv1alpha1.ImagePolicyS
 	}
 }
 
+// withDebugContainer is p with one more ephemeral container running image, as
+// `kubectl debug` writes it to the pods/ephemeralcontainers subresource.
+func withDebugContainer(p *corev1.Pod, image string) *corev1.Pod {
+	out := p.DeepCopy()
+	out.Spec.EphemeralContainers = append(out.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: fmt.Sprintf("debug-%d", len(out.Spec.EphemeralContainers)), Image: image,
+		ImagePullPolicy: corev1.PullIfNotPresent, TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+	}})
+	return out
+}
+
 func digestOf(b byte) string { return "sha256:" + strings.Repeat(fmt.Sprintf("%02x", b), 32) }
 
 const repo = "registry.example.com/team/app"
@@ -193,6 +204,21 @@ func TestScanDecisions(t *testing.T) {
 	err := k.Create(ctx, d)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "err = %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("CVE-2024-1111"))
+	// So is a ReplicationController's, and an ephemeral container added to a running
+	// pod (kubectl debug) through the pods/ephemeralcontainers subresource.
+	rc := &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Namespace: "scan-decisions", Name: "legacy"}, Spec: corev1.ReplicationControllerSpec{
+		Selector: map[string]string{"app": "legacy"},
+		Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "legacy"}}, Spec: pod("", "", repo+":vuln").Spec},
+	}}
+	err = k.Create(ctx, rc)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a ReplicationController: err = %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("CVE-2024-1111"))
+	clean := &corev1.Pod{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: "scan-decisions", Name: "clean"}, clean)).To(Succeed())
+	err = k.SubResource("ephemeralcontainers").Update(ctx, withDebugContainer(clean, repo+":vuln"))
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an ephemeral container: err = %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("CVE-2024-1111"))
+	g.Expect(k.SubResource("ephemeralcontainers").Update(ctx, withDebugContainer(clean, repo+":clean"))).To(Succeed())
 
 	// Unscanned: refused (Deny by default) and queued, naming the pod's pull secret
 	// for the scanner (no pod will run the image before its scan).
@@ -368,6 +394,16 @@ func TestNativeChecks(t *testing.T) {
 	err := k.Create(ctx, pod("native", "other-team", "registry.example.com/other/app:v1"))
 	g.Expect(err).To(HaveOccurred())
 
+	// An ephemeral container (what `kubectl debug` adds) puts an image on a node too,
+	// through the pods/ephemeralcontainers subresource: refused from a registry the
+	// policy does not allow, admitted from one it does.
+	running := &corev1.Pod{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: "native", Name: fmt.Sprintf("ok-%d", len(repo+":v1"))}, running)).To(Succeed())
+	err = k.SubResource("ephemeralcontainers").Update(ctx, withDebugContainer(running, "busybox:1.36"))
+	g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "an ephemeral container from Docker Hub: err = %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("docker.io/library/busybox"))
+	g.Expect(k.SubResource("ephemeralcontainers").Update(ctx, withDebugContainer(running, repo+":debug"))).To(Succeed())
+
 	// requireDigest, added to the same policy.
 	editPolicy(t, p.Name, func(s *policyv1alpha1.ImagePolicySpec) {
 		s.RequireDigest = &policyv1alpha1.RequireDigest{Enabled: true}
@@ -379,10 +415,9 @@ func TestNativeChecks(t *testing.T) {
 	}, timeout, poll).Should(Succeed())
 	g.Expect(k.Create(ctx, pod("native", "pinned", repo+"@"+digestOf(4)))).To(Succeed())
 	// A workload admitted earlier can still be updated when its images do not change.
-	var running corev1.Pod
-	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: "native", Name: fmt.Sprintf("ok-%d", len(repo+":v1"))}, &running)).To(Succeed())
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: "native", Name: fmt.Sprintf("ok-%d", len(repo+":v1"))}, running)).To(Succeed())
 	running.Labels = map[string]string{"touched": "yes"}
-	g.Expect(k.Update(ctx, &running)).To(Succeed())
+	g.Expect(k.Update(ctx, running)).To(Succeed())
 }
 
 // TestInvalidPoliciesAreRefused: bad input never reaches the controller.

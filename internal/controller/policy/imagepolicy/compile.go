@@ -41,12 +41,9 @@ func objectMeta(p *policyv1alpha1.ImagePolicy) metav1.ObjectMeta {
 	}
 }
 
-// resourceRules are the kinds checked: Pods and every kind with a pod template.
-var resourceRules = []admissionv1.RuleWithOperations{
-	{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}, Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: ptr.To(admissionv1.NamespacedScope)}},
-	{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}, Rule: admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"daemonsets", "deployments", "replicasets", "statefulsets"}, Scope: ptr.To(admissionv1.NamespacedScope)}},
-	{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}, Rule: admissionv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"cronjobs", "jobs"}, Scope: ptr.To(admissionv1.NamespacedScope)}},
-}
+// resourceRules are the writes checked: every way an image reaches a node
+// (admission.PodRules: pods, their ephemeral containers, every workload kind).
+var resourceRules = admission.PodRules()
 
 func namespaceSelector(p *policyv1alpha1.ImagePolicy, managerNS string) *metav1.LabelSelector {
 	return imagescan.NamespaceSelector(p, managerNS)
@@ -88,24 +85,15 @@ func CompileAdmission(p *policyv1alpha1.ImagePolicy, endpoint *admission.Endpoin
 	return out
 }
 
-// podSpecExpr finds the pod spec of any matched kind.
-func podSpecExpr(obj string) string {
-	return fmt.Sprintf("%[1]s.kind == 'Pod' ? %[1]s.spec : (%[1]s.kind == 'CronJob' ? %[1]s.spec.jobTemplate.spec.template.spec : %[1]s.spec.template.spec)", obj)
-}
-
-func imagesExpr(spec string) string {
-	return fmt.Sprintf("%[1]s.containers.map(c, c.image) + (has(%[1]s.initContainers) ? %[1]s.initContainers.map(c, c.image) : []) + (has(%[1]s.ephemeralContainers) ? %[1]s.ephemeralContainers.map(c, c.image) : [])", spec)
-}
-
 // reposExpr normalizes the images to repositories, as ParseRef does: no tag or
 // digest, Docker Hub as docker.io with library/ for official images.
 const reposExpr = `variables.images.map(i, i.split('@')[0]).map(b, b.lastIndexOf(':') > b.lastIndexOf('/') ? b.substring(0, b.lastIndexOf(':')) : b).map(n, (n.contains('/') && (n.split('/')[0].contains('.') || n.split('/')[0].contains(':') || n.split('/')[0] == 'localhost')) ? (n.startsWith('index.docker.io/') ? 'docker.io/' + n.substring(16) : n) : 'docker.io/' + (n.contains('/') ? n : 'library/' + n))`
 
 func compileVAP(p *policyv1alpha1.ImagePolicy, managerNS string) *admissionv1.ValidatingAdmissionPolicy {
 	vars := []admissionv1.Variable{
-		{Name: "podSpec", Expression: podSpecExpr("object")},
-		{Name: "images", Expression: imagesExpr("variables.podSpec")},
-		{Name: "changed", Expression: "request.operation != 'UPDATE' || variables.images != (" + imagesExpr("("+podSpecExpr("oldObject")+")") + ")"},
+		{Name: "podSpec", Expression: admission.PodSpecCEL("object")},
+		{Name: "images", Expression: admission.ImagesCEL("variables.podSpec")},
+		{Name: "changed", Expression: "request.operation != 'UPDATE' || variables.images != (" + admission.ImagesCEL(admission.PodSpecCEL("oldObject")) + ")"},
 		{Name: "repos", Expression: reposExpr},
 	}
 	prefix := celString("ImagePolicy " + p.Name + ": ")
@@ -137,7 +125,7 @@ func compileVAP(p *policyv1alpha1.ImagePolicy, managerNS string) *admissionv1.Va
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionv1.Fail),
 			MatchConstraints: &admissionv1.MatchResources{
-				ResourceRules:     namedRules(),
+				ResourceRules:     admission.Named(resourceRules),
 				MatchPolicy:       ptr.To(admissionv1.Equivalent),
 				NamespaceSelector: &metav1.LabelSelector{},
 				ObjectSelector:    &metav1.LabelSelector{},
@@ -147,14 +135,6 @@ func compileVAP(p *policyv1alpha1.ImagePolicy, managerNS string) *admissionv1.Va
 			Validations:     validations,
 		},
 	}
-}
-
-func namedRules() []admissionv1.NamedRuleWithOperations {
-	out := make([]admissionv1.NamedRuleWithOperations, 0, len(resourceRules))
-	for _, r := range resourceRules {
-		out = append(out, admissionv1.NamedRuleWithOperations{RuleWithOperations: r})
-	}
-	return out
 }
 
 // validationActions maps the policy's action to the binding's.

@@ -1,6 +1,7 @@
 package imagepolicy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,5 +84,37 @@ func TestCompileRewrite(t *testing.T) {
 	})
 	if CompileAdmission(enabledOnly, endpoint, "orderly-system").Mutating != nil {
 		t.Error("a mutating webhook without rewrite")
+	}
+}
+
+// Every admission object a policy compiles to matches every way an image reaches a
+// node, the ephemeral containers of `kubectl debug` among them.
+func TestCompiledAdmissionMatchesEphemeralContainers(t *testing.T) {
+	endpoint := &admission.Endpoint{URL: "https://127.0.0.1:9443", CABundle: []byte("ca")}
+	p := policy(func(s *policyv1alpha1.ImagePolicySpec) {
+		s.AllowedRegistries = []string{"r.io/*"}
+		s.RequireDigest = &policyv1alpha1.RequireDigest{Enabled: true, Rewrite: true}
+	})
+	a := CompileAdmission(p, endpoint, "orderly-system")
+	matches := func(rules []admissionv1.RuleWithOperations) bool {
+		for _, r := range rules {
+			for _, res := range r.Resources {
+				if res == "pods/ephemeralcontainers" && slices.Contains(r.Operations, admissionv1.Update) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var vapRules []admissionv1.RuleWithOperations
+	for _, r := range a.VAP.Spec.MatchConstraints.ResourceRules {
+		vapRules = append(vapRules, r.RuleWithOperations)
+	}
+	for name, rules := range map[string][]admissionv1.RuleWithOperations{
+		"ValidatingAdmissionPolicy": vapRules, "validating webhook": a.Webhook.Webhooks[0].Rules, "mutating webhook": a.Mutating.Webhooks[0].Rules,
+	} {
+		if !matches(rules) {
+			t.Errorf("the %s does not match pods/ephemeralcontainers: %+v", name, rules)
+		}
 	}
 }

@@ -2,13 +2,13 @@ package tenant
 
 import (
 	"fmt"
-	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+	"orderly.dev/orderly/internal/admission"
 )
 
 // allowedPolicyName is the shared policy of spec.allowed, with the Tenant as its
@@ -16,17 +16,6 @@ import (
 const allowedPolicyName = "orderly-tenant-allowed"
 
 func allowedBindingName(t *tenancyv1alpha1.Tenant) string { return allowedPolicyName + "-" + t.Name }
-
-// podKinds are the kinds whose pod spec the policy judges, and where it is.
-var podKinds = []struct{ group, resource, kind, spec string }{
-	{"", "pods", "Pod", "object.spec"},
-	{"apps", "deployments", "Deployment", "object.spec.template.spec"},
-	{"apps", "statefulsets", "StatefulSet", "object.spec.template.spec"},
-	{"apps", "daemonsets", "DaemonSet", "object.spec.template.spec"},
-	{"apps", "replicasets", "ReplicaSet", "object.spec.template.spec"},
-	{"batch", "jobs", "Job", "object.spec.template.spec"},
-	{"batch", "cronjobs", "CronJob", "object.spec.jobTemplate.spec.template.spec"},
-}
 
 // allowedPolicy judges the writes of the tenant's workloads against the Tenant's
 // spec.allowed: the storage class of a PersistentVolumeClaim, the class of an Ingress,
@@ -36,26 +25,15 @@ var podKinds = []struct{ group, resource, kind, spec string }{
 func allowedPolicy() *admissionv1.ValidatingAdmissionPolicy {
 	fail := admissionv1.Fail
 	equivalent := admissionv1.Equivalent
-	write := []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}
-	rule := func(group string, resources ...string) admissionv1.NamedRuleWithOperations {
-		return admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
-			Operations: write,
-			Rule:       admissionv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: resources, Scope: ptr.To(admissionv1.NamespacedScope)},
-		}}
-	}
-	rules := []admissionv1.NamedRuleWithOperations{
-		rule("", "pods", "persistentvolumeclaims"),
-		rule("apps", "deployments", "statefulsets", "daemonsets", "replicasets"),
-		rule("batch", "jobs", "cronjobs"),
-		rule("networking.k8s.io", "ingresses"),
-	}
-	specOf := func(obj string) string {
-		spec := "null"
-		for i := len(podKinds) - 1; i >= 0; i-- {
-			spec = fmt.Sprintf("request.kind.kind == %s ? %s : %s", cel(podKinds[i].kind), strings.Replace(podKinds[i].spec, "object", obj, 1), spec)
-		}
-		return spec
-	}
+	// Every write of a pod spec (admission.PodRules: pods, their ephemeral
+	// containers, every workload kind), PersistentVolumeClaims and Ingresses.
+	rules := admission.Named(append(admission.PodRules("persistentvolumeclaims"), admissionv1.RuleWithOperations{
+		Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+		Rule: admissionv1.Rule{
+			APIGroups: []string{"networking.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"ingresses"},
+			Scope: ptr.To(admissionv1.NamespacedScope),
+		},
+	}))
 	allowed := "params.spec.allowed"
 	has := func(list string) string {
 		return fmt.Sprintf("has(params.spec.allowed) && has(%s.%s) && size(%s.%s) > 0", allowed, list, allowed, list)
@@ -76,17 +54,15 @@ func allowedPolicy() *admissionv1.ValidatingAdmissionPolicy {
 				ObjectSelector:    &metav1.LabelSelector{},
 			},
 			Variables: []admissionv1.Variable{
-				{Name: "podSpec", Expression: specOf("object")},
+				{Name: "podSpec", Expression: admission.PodSpecCEL("object")},
 				// Updates that leave what is judged as it was are admitted: a workload
 				// admitted before spec.allowed changed must stay scalable and
 				// deletable by its controllers (the Deployment controller scales
 				// ReplicaSets, the garbage collector removes finalizers).
-				{Name: "podSpecChanged", Expression: "request.operation == 'CREATE' || oldObject == null || variables.podSpec != (" + specOf("oldObject") + ")"},
+				{Name: "podSpecChanged", Expression: "request.operation == 'CREATE' || oldObject == null || variables.podSpec != " + admission.PodSpecCEL("oldObject")},
 				{Name: "specChanged", Expression: "request.operation == 'CREATE' || oldObject == null || object.spec != oldObject.spec"},
 				{Name: "images", Expression: "variables.podSpec == null || !variables.podSpecChanged ? [] : " +
-					"variables.podSpec.containers.map(c, c.image) + " +
-					"(has(variables.podSpec.initContainers) ? variables.podSpec.initContainers.map(c, c.image) : []) + " +
-					"(has(variables.podSpec.ephemeralContainers) ? variables.podSpec.ephemeralContainers.map(c, c.image) : [])"},
+					admission.ImagesCEL("variables.podSpec")},
 				{Name: "badImages", Expression: "!(" + has("registries") + ") ? [] : variables.images.filter(i, !(" + allowed + ".registries.exists(p, (" + normalize + ").matches(" + pattern + "))))"},
 			},
 			Validations: []admissionv1.Validation{

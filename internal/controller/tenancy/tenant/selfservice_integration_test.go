@@ -364,6 +364,21 @@ func TestTenantAllowedClassesAndRegistries(t *testing.T) {
 
 	g.Expect(k.Create(ctx, pvc("xray-main", "fast"), client.DryRunAll)).To(Succeed())
 	g.Expect(k.Create(ctx, pod("xray-main", "ghcr.io/acme/app:1", ""), client.DryRunAll)).To(Succeed())
+	// An ephemeral container (kubectl debug) added to a running pod is judged too.
+	running := pod("xray-main", "ghcr.io/acme/app:1", "")
+	g.Expect(k.Create(ctx, running)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), running) })
+	debug := func(image string) *corev1.Pod {
+		p := running.DeepCopy()
+		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debug", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		}}}
+		return p
+	}
+	err := k.SubResource("ephemeralcontainers").Update(ctx, debug("busybox"))
+	g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "want refused, got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("image busybox is not from an allowed registry"))
+	g.Expect(k.SubResource("ephemeralcontainers").Update(ctx, debug("ghcr.io/acme/debug:1"))).To(Succeed())
 	g.Expect(k.Create(ctx, pod("xray-main", "registry.example.com/team/app@sha256:"+strings.Repeat("a", 64), ""), client.DryRunAll)).To(Succeed())
 	// Outside the tenant, nothing changes.
 	g.Expect(k.Create(ctx, pvc("default", "slow"), client.DryRunAll)).To(Succeed())
