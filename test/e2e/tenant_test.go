@@ -319,7 +319,8 @@ func TestTenantCannotBindClusterAdmin(t *testing.T) {
 
 // TestTenantOwnersAndEditorsUseDevDatabases: the user-facing ClusterRoles of
 // config/rbac are aggregated, so a Tenant's owners and the people bound to edit may
-// create DevDatabases in the tenant's namespace, view may read them, and none of them
+// create DevDatabases and BackupVerifications in the tenant's namespace, view may read
+// them, and none of them
 // may create the platform's cluster-scoped kinds.
 func TestTenantOwnersAndEditorsUseDevDatabases(t *testing.T) {
 	g := NewWithT(t)
@@ -343,6 +344,10 @@ func TestTenantOwnersAndEditorsUseDevDatabases(t *testing.T) {
 		{"e2e-roles-editor", "delete", data, "devdatabases", "e2e-roles-dev", true},
 		{"e2e-roles-viewer", "list", data, "devdatabases", "e2e-roles-dev", true},
 		{"e2e-roles-viewer", "create", data, "devdatabases", "e2e-roles-dev", false},
+		{"e2e-roles-owner", "create", data, "backupverifications", "e2e-roles-dev", true},
+		{"e2e-roles-editor", "create", data, "backupverifications", "e2e-roles-dev", true},
+		{"e2e-roles-viewer", "list", data, "backupverifications", "e2e-roles-dev", true},
+		{"e2e-roles-viewer", "create", data, "backupverifications", "e2e-roles-dev", false},
 		{"e2e-roles-owner", "create", data, "devdatabases", "default", false},
 		{"e2e-roles-owner", "create", "tenancy.orderly.dev", "tenants", "", false},
 		{"e2e-roles-owner", "create", data, "databaseservers", "", false},
