@@ -106,11 +106,11 @@ func (c *Cron) Next(t time.Time, loc *time.Location) time.Time {
 	limit := t.AddDate(5, 0, 0)
 	for t.Before(limit) {
 		if !c.month[int(t.Month())] {
-			t = time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, loc)
+			t = startOfDay(t.Year(), t.Month()+1, 1, loc)
 			continue
 		}
 		if !c.dayMatches(t) {
-			t = time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, loc)
+			t = startOfDay(t.Year(), t.Month(), t.Day()+1, loc)
 			continue
 		}
 		if !c.hour[t.Hour()] {
@@ -124,4 +124,19 @@ func (c *Cron) Next(t time.Time, loc *time.Location) time.Time {
 		return t
 	}
 	return time.Time{}
+}
+
+// startOfDay is the first instant of the local date y-m-d (normalized: day 32 is the
+// next month's first) in loc. Where clocks jump over midnight (Cuba, Lebanon, Brazil
+// until 2019) the day has no 00:00, and time.Date may resolve it to the evening
+// before, which would send Next back to a day it has passed: the day then begins at
+// the jump.
+func startOfDay(y int, m time.Month, d int, loc *time.Location) time.Time {
+	y, m, d = time.Date(y, m, d, 12, 0, 0, 0, time.UTC).Date()
+	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	if ty, tm, td := t.Date(); ty != y || tm != m || td != d {
+		_, end := t.ZoneBounds()
+		return end
+	}
+	return t
 }

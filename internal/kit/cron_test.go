@@ -19,6 +19,10 @@ func TestCronNext(t *testing.T) {
 	if err != nil {
 		t.Skip("no tzdata")
 	}
+	havana, err := time.LoadLocation("America/Havana")
+	if err != nil {
+		t.Skip("no tzdata")
+	}
 	tests := []struct {
 		cron, after, want string
 		loc               *time.Location
@@ -31,6 +35,11 @@ func TestCronNext(t *testing.T) {
 		{"0 12 15 * 1", "2026-03-10 13:00", "2026-03-15 12:00", time.UTC},  // either day field matches (15th is a Sunday; Monday 16 later)
 		// 02:30 does not exist in Berlin on 2026-03-29 (DST starts): next day.
 		{"30 2 * * *", "2026-03-28 03:00", "2026-03-30 02:30", berlin},
+		// Havana's clocks jump from 23:59 to 01:00 on 2026-03-08: that day has no
+		// midnight (Next looped on the evening before, found by FuzzCron).
+		{"0 12 * * *", "2026-03-07 13:00", "2026-03-08 12:00", havana},
+		{"0 0 * * *", "2026-03-07 13:00", "2026-03-09 00:00", havana},
+		{"30 1 8 * *", "2026-02-10 00:00", "2026-03-08 01:30", havana},
 	}
 	for _, tt := range tests {
 		c, err := ParseCron(tt.cron)
