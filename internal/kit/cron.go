@@ -52,7 +52,12 @@ func parseField(f string, min, max int, set *[64]bool) error {
 			if err != nil || s <= 0 {
 				return fmt.Errorf("bad step %q", stepS)
 			}
+			// A step past the field's range names its first value only; bounded, it
+			// cannot overflow the loop below.
 			step = s
+			if step > max {
+				step = max + 1
+			}
 		}
 		lo, hi := min, max
 		switch {

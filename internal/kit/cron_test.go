@@ -40,6 +40,10 @@ func TestCronNext(t *testing.T) {
 		{"0 12 * * *", "2026-03-07 13:00", "2026-03-08 12:00", havana},
 		{"0 0 * * *", "2026-03-07 13:00", "2026-03-09 00:00", havana},
 		{"30 1 8 * *", "2026-02-10 00:00", "2026-03-08 01:30", havana},
+		// A step beyond int's range overflowed the loop over the field's values
+		// (found by FuzzCron): it names the first value only.
+		{"1/9223372036854775807 * * * *", "2026-03-01 12:00", "2026-03-01 12:01", time.UTC},
+		{"7-59/100 0 * * *", "2026-03-01 12:00", "2026-03-02 00:07", time.UTC},
 	}
 	for _, tt := range tests {
 		c, err := ParseCron(tt.cron)
