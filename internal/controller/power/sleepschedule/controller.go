@@ -210,6 +210,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err == nil {
 		err = checkSelectors(&s.Spec)
 	}
+	if err == nil {
+		err = checkPatches(&s.Spec)
+	}
 	if err != nil {
 		// The API server refuses most such specs; this guards against what it lets
 		// through (a time zone it knows and Orderly does not, a malformed selector).

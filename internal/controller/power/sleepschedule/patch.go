@@ -49,9 +49,29 @@ func parsePointer(p string) ([]string, error) {
 				return nil, fmt.Errorf("%q has a ~ that is neither ~0 nor ~1", p)
 			}
 		}
+		// In a JSON patch "-" is the end of a list: each sleep would append an
+		// element that no wake removes (what it held before sleep is nothing).
+		if s == "-" {
+			return nil, fmt.Errorf("%q names the end of a list (-), which a wake cannot restore: name an existing element such as /spec/items/0", p)
+		}
 		parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
 	}
 	return parts, nil
+}
+
+// checkPatches reports a field of targets.kinds that cannot be set and restored.
+func checkPatches(spec *powerv1alpha1.SleepScheduleSpec) error {
+	for i, k := range spec.Targets.Kinds {
+		if k.Patch == nil {
+			continue
+		}
+		for j, f := range k.Patch.Fields {
+			if _, err := parsePointer(f.Path); err != nil {
+				return fmt.Errorf("targets.kinds[%d].patch.fields[%d].path: %w", i, j, err)
+			}
+		}
+	}
+	return nil
 }
 
 // escapeSegment is one JSON pointer segment for the name s.

@@ -27,6 +27,11 @@ func TestParsePointer(t *testing.T) {
 		{"/spec/a~2", nil, true},
 		{"/spec/a~", nil, true},
 		{"spec/replicas", nil, true},
+		// The end of a list: each sleep appended an element no wake removed (found
+		// by FuzzSleepPatch).
+		{"/spec/shards/-", nil, true},
+		{"/spec/shards/-/replicas", nil, true},
+		{"/spec/a-b/-c", []string{"spec", "a-b", "-c"}, false},
 	}
 	for _, tt := range tests {
 		got, err := parsePointer(tt.in)
@@ -167,5 +172,21 @@ func TestObjectPatchBodies(t *testing.T) {
 		`"spec":{"gone":null,"paused":true,"redis":{"replicas":0}}}`
 	if typ != types.MergePatchType || string(body) != wantMerge {
 		t.Errorf("merge patch = %s %s\nwant %s", typ, body, wantMerge)
+	}
+}
+
+// A schedule whose patch cannot be restored is refused before anything sleeps.
+func TestCheckPatches(t *testing.T) {
+	spec := &powerv1alpha1.SleepScheduleSpec{Targets: powerv1alpha1.SleepTargets{Kinds: []powerv1alpha1.SleepKind{
+		{Group: "keda.sh", Kind: "ScaledObject"},
+		{Group: "example.com", Kind: "Queue", Patch: &powerv1alpha1.SleepPatch{Fields: []powerv1alpha1.SleepField{field("/spec/replicas", "0"), field("/spec/workers/-", "{}")}}},
+	}}}
+	err := checkPatches(spec)
+	if err == nil || !strings.Contains(err.Error(), "targets.kinds[1].patch.fields[1].path") || !strings.Contains(err.Error(), "end of a list") {
+		t.Fatalf("checkPatches = %v, want the end of a list refused, naming the field", err)
+	}
+	spec.Targets.Kinds[1].Patch.Fields = spec.Targets.Kinds[1].Patch.Fields[:1]
+	if err := checkPatches(spec); err != nil {
+		t.Fatalf("checkPatches of a good patch: %v", err)
 	}
 }
