@@ -1,20 +1,20 @@
 package devdatabase
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
-	"text/template"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // spec.secretTemplate is rendered with text/template and nothing added to its
 // built-in functions: no environment, no files, no network, nothing but the
-// values given (urlquery escapes for URLs, printf, index, len, ...). CEL cannot
+// values given (urlquery escapes for URLs, printf, index, len, ...), and no loops
+// or templates calling templates, whose cost has no bound (kit.ParseTemplate). CEL cannot
 // parse a Go template, so the API server checks only the keys and sizes, and the
 // controller parses the templates before it creates or changes anything, reporting
 // a bad one as Ready=False, reason InvalidSecretTemplate. A validating webhook
@@ -36,7 +36,7 @@ type templateData struct {
 var errInvalidTemplate = errors.New("invalid secretTemplate")
 
 // secretTemplates are the parsed spec.secretTemplate, by key.
-type secretTemplates map[string]*template.Template
+type secretTemplates map[string]*kit.Template
 
 // parseTemplates parses every value of spec.secretTemplate. The error names the
 // key and says what is wrong with its text; it cannot hold a password, which a
@@ -44,7 +44,7 @@ type secretTemplates map[string]*template.Template
 func parseTemplates(spec map[string]string) (secretTemplates, error) {
 	out := secretTemplates{}
 	for _, k := range slices.Sorted(maps.Keys(spec)) {
-		t, err := template.New(k).Option("missingkey=error").Parse(spec[k])
+		t, err := kit.ParseTemplate(k, spec[k], maxRenderedBytes)
 		if err != nil {
 			return nil, fmt.Errorf("%w: key %s: %w", errInvalidTemplate, k, err)
 		}
@@ -63,9 +63,9 @@ var execLocation = regexp.MustCompile(`^template: [^ ]+ executing "[^"]*" at <[^
 func (ts secretTemplates) render(data templateData) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(ts))
 	for _, k := range slices.Sorted(maps.Keys(ts)) {
-		var b bytes.Buffer
-		if err := ts[k].Execute(&limitedWriter{w: &b, n: maxRenderedBytes}, data); err != nil {
-			if errors.Is(err, errTooLong) {
+		v, err := ts[k].Execute(data)
+		if err != nil {
+			if errors.Is(err, kit.ErrTemplateTooLong) {
 				return nil, fmt.Errorf("%w: key %s renders to more than %d bytes", errInvalidTemplate, k, maxRenderedBytes)
 			}
 			where := execLocation.FindString(err.Error())
@@ -74,24 +74,9 @@ func (ts secretTemplates) render(data templateData) (map[string][]byte, error) {
 			}
 			return nil, fmt.Errorf("%w: key %s cannot be rendered (%s; the cause is not shown, as it could quote the password)", errInvalidTemplate, k, where)
 		}
-		out[k] = b.Bytes()
+		out[k] = []byte(v)
 	}
 	return out, nil
-}
-
-var errTooLong = errors.New("rendered value too long")
-
-// limitedWriter fails once more than n bytes are written.
-type limitedWriter struct {
-	w *bytes.Buffer
-	n int
-}
-
-func (l *limitedWriter) Write(p []byte) (int, error) {
-	if l.w.Len()+len(p) > l.n {
-		return 0, errTooLong
-	}
-	return l.w.Write(p)
 }
 
 // standardKeys are the keys of a connection Secret that templates cannot replace

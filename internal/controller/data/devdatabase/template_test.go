@@ -35,8 +35,16 @@ func TestSecretTemplates(t *testing.T) {
 		{name: "no file function", spec: map[string]string{"k": `{{readFile "/etc/passwd"}}`}, wantParse: `function "readFile" not defined`},
 		{name: "unclosed action", spec: map[string]string{"k": `{{.Password`}, wantParse: "key k"},
 		{name: "unknown field", spec: map[string]string{"k": `{{.Secret}}`}, wantExec: `key k cannot be rendered (template: k:1:2: executing "k" at <.Secret>`},
-		// text/template's own errors quote values here ("range can't iterate over <password>").
-		{name: "range over the password hides its cause", spec: map[string]string{"k": `{{range .Password}}{{end}}`}, wantExec: "the cause is not shown"},
+		// Loops and templates calling templates have no bound: refused before anything
+		// runs (a namespace's user could hold a manager's worker for hours with
+		// {{range 100000000000}}{{end}}, found writing FuzzSecretTemplates).
+		{name: "no range", spec: map[string]string{"k": `{{range .Password}}{{end}}`}, wantParse: "key k: template: k:1:8: {{range}} is not allowed"},
+		{name: "no range over a number", spec: map[string]string{"k": `{{range 100000000000}}{{end}}`}, wantParse: "{{range}} is not allowed"},
+		{name: "no templates calling templates", spec: map[string]string{"k": `{{define "a"}}{{if .}}{{template "a" (slice . 1)}}{{template "a" (slice . 1)}}{{end}}{{end}}{{template "a" .Password}}`}, wantParse: "{{define}} and {{block}} are not allowed"},
+		{name: "no block", spec: map[string]string{"k": `{{block "a" .}}x{{end}}`}, wantParse: "are not allowed"},
+		{name: "strings made on the way count", spec: map[string]string{"k": `{{$a := printf "%09999d" 0}}{{$a = printf "%s%s" $a $a}}{{$a = printf "%s%s" $a $a}}{{$a = printf "%s%s" $a $a}}{{$a = printf "%s%s" $a $a}}{{$a = printf "%s%s" $a $a}}{{$a = printf "%s%s" $a $a}}{{len $a}}`}, wantExec: "renders to more than 16384 bytes"},
+		// text/template's own errors quote values here ("can't call <password>").
+		{name: "call of a field hides its cause", spec: map[string]string{"k": `{{if .Password}}{{index .Password 99}}{{end}}`}, wantExec: "the cause is not shown"},
 		{name: "call of the password hides its cause", spec: map[string]string{"k": `{{call .Password}}`}, wantExec: "the cause is not shown"},
 		{name: "too long", spec: map[string]string{"k": `{{printf "%099999d" 1}}`}, wantExec: "renders to more than 16384 bytes"},
 	}

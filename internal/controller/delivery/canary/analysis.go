@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"text/template"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,18 +27,27 @@ type queryVars struct {
 	Variant   string
 }
 
+// maxQueryBytes bounds a rendered query: the API allows 4096 bytes of query, and
+// each placeholder is a name of at most 253.
+const maxQueryBytes = 16 << 10
+
 // renderQuery fills in a metric query's placeholders. Only .Target, .Namespace and
-// .Variant exist; anything else is an error, found before Prometheus is asked.
+// .Variant exist; anything else is an error, found before Prometheus is asked. The
+// template is a user's, run in the manager: no loops, bounded output
+// (kit.ParseTemplate).
 func renderQuery(query string, vars queryVars) (string, error) {
-	t, err := template.New("query").Option("missingkey=error").Parse(query)
+	t, err := kit.ParseTemplate("query", query, maxQueryBytes)
 	if err != nil {
 		return "", fmt.Errorf("the query is not a valid template: %w", err)
 	}
-	var b strings.Builder
-	if err := t.Execute(&b, vars); err != nil {
+	out, err := t.Execute(vars)
+	if errors.Is(err, kit.ErrTemplateTooLong) {
+		return "", fmt.Errorf("the query renders to more than %d bytes", maxQueryBytes)
+	}
+	if err != nil {
 		return "", fmt.Errorf("the query's placeholders: %w (use {{ .Target }}, {{ .Namespace }} and {{ .Variant }})", err)
 	}
-	return b.String(), nil
+	return out, nil
 }
 
 // renderedQuery is one query as sent: a metric, for one variant.

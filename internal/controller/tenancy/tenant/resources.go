@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"text/template"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -195,8 +194,13 @@ func stampResource(t *tenancyv1alpha1.Tenant, entry string, u *unstructured.Unst
 	return u, nil
 }
 
+// maxTemplateBytes bounds what one templated string of an entry renders to: an
+// object is stored whole in etcd, which takes at most 1.5 MiB.
+const maxTemplateBytes = 1 << 20
+
 // expandTemplates replaces {{ .Namespace }} and {{ .Tenant }} in every string value
-// of v (not in keys); at names where in the object a failing template is.
+// of v (not in keys); at names where in the object a failing template is. Templates
+// run in the manager: no loops, bounded output (kit.ParseTemplate).
 func expandTemplates(v any, data templateData, at string) (any, error) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -223,15 +227,18 @@ func expandTemplates(v any, data templateData, at string) (any, error) {
 		if !strings.Contains(x, "{{") {
 			return x, nil
 		}
-		tpl, err := template.New(at).Option("missingkey=error").Parse(x)
+		tpl, err := kit.ParseTemplate(at, x, maxTemplateBytes)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", at, err)
 		}
-		var b strings.Builder
-		if err := tpl.Execute(&b, data); err != nil {
+		out, err := tpl.Execute(data)
+		if errors.Is(err, kit.ErrTemplateTooLong) {
+			return nil, fmt.Errorf("%s renders to more than %d bytes", at, maxTemplateBytes)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w (only {{ .Namespace }} and {{ .Tenant }} are known)", at, err)
 		}
-		return b.String(), nil
+		return out, nil
 	}
 	return v, nil
 }

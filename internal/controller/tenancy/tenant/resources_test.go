@@ -53,6 +53,8 @@ func TestRenderResource(t *testing.T) {
 		"orderly label": `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":{"policy.orderly.dev/x":"y"}}}`,
 		"managed-by":    `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":{"app.kubernetes.io/managed-by":"y"}}}`,
 		"not an object": `[1,2]`,
+		// A loop held a manager's worker as long as it ran (kit.ParseTemplate).
+		"a loop": `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"a":"{{range 100000000000}}{{end}}"}}`,
 	} {
 		entry := &tenancyv1alpha1.TenantResource{Name: "x", Object: &runtime.RawExtension{Raw: []byte(raw)}}
 		if _, err := renderResource(tn, entry, "ns"); err == nil {
