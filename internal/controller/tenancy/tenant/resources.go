@@ -109,11 +109,15 @@ func renderResource(t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantReso
 		return nil, errors.New("object must be a JSON object")
 	}
 	u := &unstructured.Unstructured{Object: obj}
+	meta, ok := obj["metadata"].(map[string]any)
+	if !ok || u.GetName() == "" {
+		return nil, errors.New("object.metadata.name is required: the object is applied by name in every namespace of the tenant")
+	}
 	if u.GetNamespace() != "" {
 		return nil, errors.New("object.metadata.namespace must be left out: the object is put in every namespace of the tenant")
 	}
 	for _, field := range []string{"uid", "resourceVersion", "ownerReferences", "finalizers", "managedFields", "creationTimestamp", "deletionTimestamp"} {
-		if _, ok := u.Object["metadata"].(map[string]any)[field]; ok {
+		if _, ok := meta[field]; ok {
 			return nil, fmt.Errorf("object.metadata.%s must be left out: it is set by the API server or by Orderly", field)
 		}
 	}

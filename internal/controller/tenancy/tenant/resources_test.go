@@ -53,6 +53,10 @@ func TestRenderResource(t *testing.T) {
 		"orderly label": `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":{"policy.orderly.dev/x":"y"}}}`,
 		"managed-by":    `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":{"app.kubernetes.io/managed-by":"y"}}}`,
 		"not an object": `[1,2]`,
+		// Without metadata renderResource panicked (found by FuzzRenderResource): the
+		// API server checks an embedded object's apiVersion and kind, not its name.
+		"no metadata": `{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"b"}}`,
+		"no name":     `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"labels":{"a":"b"}}}`,
 		// A loop held a manager's worker as long as it ran (kit.ParseTemplate).
 		"a loop": `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"a":"{{range 100000000000}}{{end}}"}}`,
 	} {
