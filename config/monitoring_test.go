@@ -277,26 +277,34 @@ var alertCases = []alertCase{
 	{alert: "OrderlyServiceDomainCertificateExpiring", at: "2h",
 		series: map[string]string{`orderly_servicedomain_certificate_expiry_timestamp_seconds{job="orderly", namespace="storefront", servicedomain="shop"}`: "1296000x150"}},
 	{alert: "OrderlyPlacementClusterUnhealthy", at: "15m",
-		series: map[string]string{`orderly_placement_cluster_healthy{job="orderly", cluster="eu-1"}`: "1x2 0x15"},
-		fire: []firing{{labels: map[string]string{"job": "orderly", "cluster": "eu-1"},
-			summary: "Member cluster eu-1 has failed Orderly's health probe for 10 minutes."}}},
+		series: map[string]string{`orderly_placement_cluster_healthy{job="orderly", namespace="fleet", cluster="eu-1"}`: "1x2 0x15"},
+		fire: []firing{{labels: map[string]string{"job": "orderly", "namespace": "fleet", "cluster": "eu-1"},
+			summary: "Member cluster fleet/eu-1 has failed Orderly's health probe for 10 minutes."}}},
 	{alert: "OrderlyPlacementClusterUnhealthy", at: "15m",
-		series: map[string]string{`orderly_placement_cluster_healthy{job="orderly", cluster="eu-1"}`: "0x8 1x10"}},
+		series: map[string]string{`orderly_placement_cluster_healthy{job="orderly", namespace="fleet", cluster="eu-1"}`: "0x8 1x10"}},
 	{alert: "OrderlyPlacementApplyErrors", at: "20m",
 		series: map[string]string{
-			`orderly_placement_apply_errors_total{job="orderly", cluster="eu-1"}`: "0+2x30",
-			`orderly_placement_cluster_healthy{job="orderly", cluster="eu-1"}`:    "1x30"},
-		fire: []firing{{labels: map[string]string{"cluster": "eu-1"},
-			summary: "Member cluster eu-1: syncs of PlacementPolicies have kept failing for 15 minutes."}}},
+			`orderly_placement_apply_errors_total{job="orderly", namespace="fleet", cluster="eu-1"}`: "0+2x30",
+			`orderly_placement_cluster_healthy{job="orderly", namespace="fleet", cluster="eu-1"}`:    "1x30"},
+		fire: []firing{{labels: map[string]string{"namespace": "fleet", "cluster": "eu-1"},
+			summary: "Member cluster fleet/eu-1: syncs of PlacementPolicies have kept failing for 15 minutes."}}},
 	{alert: "OrderlyPlacementApplyErrors", at: "20m",
 		series: map[string]string{
-			`orderly_placement_apply_errors_total{job="orderly", cluster="eu-1"}`: "0+2x5 10x25",
-			`orderly_placement_cluster_healthy{job="orderly", cluster="eu-1"}`:    "1x30"}},
+			`orderly_placement_apply_errors_total{job="orderly", namespace="fleet", cluster="eu-1"}`: "0+2x5 10x25",
+			`orderly_placement_cluster_healthy{job="orderly", namespace="fleet", cluster="eu-1"}`:    "1x30"}},
 	// An unreachable member is OrderlyPlacementClusterUnhealthy's.
 	{alert: "OrderlyPlacementApplyErrors", at: "20m",
 		series: map[string]string{
-			`orderly_placement_apply_errors_total{job="orderly", cluster="eu-1"}`: "0+2x30",
-			`orderly_placement_cluster_healthy{job="orderly", cluster="eu-1"}`:    "0x30"}},
+			`orderly_placement_apply_errors_total{job="orderly", namespace="fleet", cluster="eu-1"}`: "0+2x30",
+			`orderly_placement_cluster_healthy{job="orderly", namespace="fleet", cluster="eu-1"}`:    "0x30"}},
+	// A member of the same name in another namespace being unreachable hides nothing.
+	{alert: "OrderlyPlacementApplyErrors", at: "20m",
+		series: map[string]string{
+			`orderly_placement_apply_errors_total{job="orderly", namespace="fleet", cluster="eu-1"}`:  "0+2x30",
+			`orderly_placement_cluster_healthy{job="orderly", namespace="fleet", cluster="eu-1"}`:     "1x30",
+			`orderly_placement_cluster_healthy{job="orderly", namespace="elsewhere", cluster="eu-1"}`: "0x30"},
+		fire: []firing{{labels: map[string]string{"namespace": "fleet", "cluster": "eu-1"},
+			summary: "Member cluster fleet/eu-1: syncs of PlacementPolicies have kept failing for 15 minutes."}}},
 }
 
 // TestAlertRules checks the rules with promtool and runs a unit case per alert that

@@ -108,7 +108,8 @@ type ResourceSelector struct {
 // its healthy clusters.
 // +kubebuilder:validation:XValidation:rule="has(self.cluster) != has(self.labelValue)",message="set exactly one of cluster and labelValue"
 type Weight struct {
-	// cluster is a ClusterProfile's name.
+	// cluster is a ClusterProfile's name. ClusterProfiles of that name in several
+	// namespaces share the weight, split evenly like a labelValue group.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Cluster string `json:"cluster,omitempty"`
@@ -278,13 +279,16 @@ const (
 	ClusterUnreachable ClusterPhase = "Unreachable"
 )
 
-// ClusterStatus is the placement on one cluster.
+// ClusterStatus is the placement on one cluster: one ClusterProfile, identified by
+// namespace and name.
 type ClusterStatus struct {
 	// name is the ClusterProfile's name.
 	Name string `json:"name"`
-	// namespace is the ClusterProfile's namespace.
-	// +optional
-	Namespace string `json:"namespace,omitempty"`
+	// namespace is the ClusterProfile's namespace. ClusterProfiles of the same name
+	// in different namespaces are different clusters.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
 	// phase is the cluster's health as the policy sees it.
 	// +optional
 	Phase ClusterPhase `json:"phase,omitempty"`
@@ -323,10 +327,12 @@ type PlacementPolicyStatus struct {
 	// resources is how many objects the resource selectors matched.
 	// +optional
 	Resources int32 `json:"resources"`
-	// clusters is the placement on each chosen cluster, by name.
+	// clusters is the placement on each chosen cluster, by ClusterProfile namespace
+	// and name.
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=map
+	// +listMapKey=namespace
 	// +listMapKey=name
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
 	// selectedClusters is how many clusters the clusterSelector chose.

@@ -249,35 +249,37 @@ func (r *Reconciler) place(ctx context.Context, pp *fleetv1alpha1.PlacementPolic
 		}
 		sel = s
 	}
+	// Clusters are ClusterProfiles by namespace and name throughout: two profiles of
+	// one name in different namespaces are two clusters, each with its own
+	// connection (or none), status entry and decision.
 	slices.SortFunc(cps.Items, func(a, b clusterinventoryv1alpha1.ClusterProfile) int {
-		if c := compareStrings(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return compareStrings(a.Namespace, b.Namespace)
+		return compareKeys(client.ObjectKeyFromObject(&a), client.ObjectKeyFromObject(&b))
 	})
-	prev := map[string]fleetv1alpha1.ClusterStatus{}
+	prev := map[types.NamespacedName]fleetv1alpha1.ClusterStatus{}
 	for _, c := range pp.Status.Clusters {
-		prev[c.Name] = c
+		prev[clusterKey(c)] = c
 	}
 	var members []member
-	profiles := map[string]*clusterinventoryv1alpha1.ClusterProfile{}
+	profiles := map[types.NamespacedName]*clusterinventoryv1alpha1.ClusterProfile{}
 	for i := range cps.Items {
 		cp := &cps.Items[i]
-		if !sel.Matches(k8slabels.Set(cp.Labels)) || profiles[cp.Name] != nil || !cp.DeletionTimestamp.IsZero() {
+		ck := client.ObjectKeyFromObject(cp)
+		if !sel.Matches(k8slabels.Set(cp.Labels)) || !cp.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if m := r.members.get(cp.Name); m != nil && !m.admits(pp.Namespace) {
-			obs.refused = append(obs.refused, cp.Name)
+		syncer := r.members.get(ck)
+		if syncer != nil && !syncer.admits(pp.Namespace) {
+			obs.refused = append(obs.refused, ck.String())
 			continue
 		}
-		profiles[cp.Name] = cp
-		p := prev[cp.Name]
+		profiles[ck] = cp
+		p := prev[ck]
 		h := healthOf(cp)
-		phase, since := phaseOf(p.Phase, timeOrZero(p.PhaseSince), h, r.members.get(cp.Name) != nil, now, pp.Spec.Failover.UnhealthyFor.Duration)
+		phase, since := phaseOf(p.Phase, timeOrZero(p.PhaseSince), h, syncer != nil, now, pp.Spec.Failover.UnhealthyFor.Duration)
 		if phase == fleetv1alpha1.ClusterUnhealthy {
 			soon(h.Since.Add(pp.Spec.Failover.UnhealthyFor.Duration))
 		}
-		m := member{Name: cp.Name, Labels: cp.Labels, Phase: phase, Since: since}
+		m := member{Key: ck, Labels: cp.Labels, Phase: phase, Since: since}
 		if pp.Spec.Strategy == fleetv1alpha1.StrategyDivide && pp.Spec.CapacityProperty != "" {
 			m.Capacity, m.CapacityErr = capacityOf(cp.Status.Properties, pp.Spec.CapacityProperty)
 		}
@@ -291,27 +293,27 @@ func (r *Reconciler) place(ctx context.Context, pp *fleetv1alpha1.PlacementPolic
 	}
 	obs.resources = int32(len(objs))
 
-	perCluster := map[string][]*unstructured.Unstructured{}
-	replicas := map[string]int32{}
-	overrideErr := map[string]string{}
-	returnDone := map[string]bool{}
-	caps := map[string]int32{}
+	perCluster := map[types.NamespacedName][]*unstructured.Unstructured{}
+	replicas := map[types.NamespacedName]int32{}
+	overrideErr := map[types.NamespacedName]string{}
+	returnDone := map[types.NamespacedName]bool{}
+	caps := map[types.NamespacedName]int32{}
 	for _, m := range members {
 		if m.Phase == fleetv1alpha1.ClusterReturning {
-			returnDone[m.Name] = true
-			caps[m.Name] = allowance(pp.Spec.Failover.ReturnRate, m.Since, now)
+			returnDone[m.Key] = true
+			caps[m.Key] = allowance(pp.Spec.Failover.ReturnRate, m.Since, now)
 		}
 	}
 	for _, obj := range objs {
-		var split map[string]int32
+		var split map[types.NamespacedName]int32
 		if isWorkload(obj) && pp.Spec.Strategy == fleetv1alpha1.StrategyDivide {
 			var unplaced int32
 			split, unplaced = divide(hubReplicas(obj), &pp.Spec, members, caps)
 			obs.unplaced += unplaced
 			ideal, _ := divide(hubReplicas(obj), &pp.Spec, members, nil)
-			for name := range returnDone {
-				if ideal[name] > split[name] {
-					returnDone[name] = false
+			for ck := range returnDone {
+				if ideal[ck] > split[ck] {
+					returnDone[ck] = false
 				}
 			}
 		}
@@ -320,20 +322,20 @@ func (r *Reconciler) place(ctx context.Context, pp *fleetv1alpha1.PlacementPolic
 			if isWorkload(obj) {
 				n := hubReplicas(obj)
 				if split != nil {
-					n = split[m.Name]
+					n = split[m.Key]
 				}
 				_ = unstructured.SetNestedField(c.Object, int64(n), "spec", "replicas")
 			}
 			if err := applyOverrides(c, pp.Spec.Overrides, m.Labels); err != nil {
-				overrideErr[m.Name] = err.Error()
-				obs.planErrors = append(obs.planErrors, m.Name+": "+err.Error())
+				overrideErr[m.Key] = err.Error()
+				obs.planErrors = append(obs.planErrors, m.Key.String()+": "+err.Error())
 				continue
 			}
 			if isWorkload(c) {
 				n, _, _ := unstructured.NestedFieldNoCopy(c.Object, "spec", "replicas")
-				replicas[m.Name] += toInt32(n)
+				replicas[m.Key] += toInt32(n)
 			}
-			perCluster[m.Name] = append(perCluster[m.Name], c)
+			perCluster[m.Key] = append(perCluster[m.Key], c)
 		}
 	}
 	for i := range members {
@@ -341,32 +343,32 @@ func (r *Reconciler) place(ctx context.Context, pp *fleetv1alpha1.PlacementPolic
 		if m.Phase != fleetv1alpha1.ClusterReturning {
 			continue
 		}
-		if pp.Spec.Strategy != fleetv1alpha1.StrategyDivide || returnDone[m.Name] {
+		if pp.Spec.Strategy != fleetv1alpha1.StrategyDivide || returnDone[m.Key] {
 			m.Phase, m.Since = fleetv1alpha1.ClusterHealthy, time.Time{}
 			continue
 		}
 		soon(nextReturnStep(m.Since, now))
 	}
 
-	chosen := map[string]bool{}
+	chosen := map[types.NamespacedName]bool{}
 	for _, m := range members {
-		chosen[m.Name] = true
-		cs := fleetv1alpha1.ClusterStatus{Name: m.Name, Namespace: profiles[m.Name].Namespace, Phase: m.Phase, Replicas: replicas[m.Name]}
+		chosen[m.Key] = true
+		cs := fleetv1alpha1.ClusterStatus{Name: m.Key.Name, Namespace: m.Key.Namespace, Phase: m.Phase, Replicas: replicas[m.Key]}
 		if !m.Since.IsZero() {
 			t := metav1.NewTime(m.Since)
 			cs.PhaseSince = &t
 		}
-		syncer := r.members.get(m.Name)
+		syncer := r.members.get(m.Key)
 		switch {
 		case syncer == nil:
-			typ, _ := probeCondition(profiles[m.Name])
+			typ, _ := probeCondition(profiles[m.Key])
 			cs.Error = "Orderly has no working credentials for this cluster: see the ClusterProfile's " + typ + " condition"
 		case obs.selectErr != nil:
 			// A failed read of the hub changes no member.
 		default:
-			if _, bad := overrideErr[m.Name]; !bad {
+			if _, bad := overrideErr[m.Key]; !bad {
 				syncer.setIfChanged(key, &plan{
-					UID: pp.UID, Namespace: pp.Namespace, Objects: perCluster[m.Name],
+					UID: pp.UID, Namespace: pp.Namespace, Objects: perCluster[m.Key],
 					Purge:  pp.Spec.Failover.PurgeMode == fleetv1alpha1.PurgeImmediate && (m.Phase == fleetv1alpha1.ClusterHealthy || m.Phase == fleetv1alpha1.ClusterReturning),
 					Paused: m.Phase == fleetv1alpha1.ClusterFailed,
 				})
@@ -375,7 +377,7 @@ func (r *Reconciler) place(ctx context.Context, pp *fleetv1alpha1.PlacementPolic
 		if syncer != nil {
 			fillResult(&cs, syncer, key)
 		}
-		if e, bad := overrideErr[m.Name]; bad {
+		if e, bad := overrideErr[m.Key]; bad {
 			cs.Error = kit.Truncate(e, 1024)
 		}
 		if cs.Error == "" && m.CapacityErr != "" {
@@ -385,11 +387,11 @@ func (r *Reconciler) place(ctx context.Context, pp *fleetv1alpha1.PlacementPolic
 	}
 	// Clusters the policy no longer selects: purge (when the member is healthy) or
 	// leave the copies, per purgeMode.
-	for name, p := range prev {
-		if chosen[name] {
+	for ck, p := range prev {
+		if chosen[ck] {
 			continue
 		}
-		syncer := r.members.get(name)
+		syncer := r.members.get(ck)
 		if syncer == nil || pp.Spec.Failover.PurgeMode == fleetv1alpha1.PurgeNever {
 			if syncer != nil {
 				syncer.drop(key)
@@ -400,15 +402,15 @@ func (r *Reconciler) place(ctx context.Context, pp *fleetv1alpha1.PlacementPolic
 			syncer.drop(key)
 			continue
 		}
-		cs := fleetv1alpha1.ClusterStatus{Name: name, Namespace: p.Namespace, Phase: p.Phase, Error: "no longer selected: Orderly's copies are being removed"}
-		if cp := r.profile(ctx, p.Namespace, name); cp != nil && healthOf(cp).Healthy {
+		cs := fleetv1alpha1.ClusterStatus{Name: ck.Name, Namespace: ck.Namespace, Phase: p.Phase, Error: "no longer selected: Orderly's copies are being removed"}
+		if cp := r.profile(ctx, ck); cp != nil && healthOf(cp).Healthy {
 			syncer.setIfChanged(key, &plan{UID: pp.UID, Namespace: pp.Namespace, Purge: true, Forget: true})
 		} else {
 			cs.Error = "no longer selected: Orderly's copies are removed once the cluster is healthy"
 		}
 		obs.clusters = append(obs.clusters, cs)
 	}
-	slices.SortFunc(obs.clusters, func(a, b fleetv1alpha1.ClusterStatus) int { return compareStrings(a.Name, b.Name) })
+	slices.SortFunc(obs.clusters, func(a, b fleetv1alpha1.ClusterStatus) int { return compareKeys(clusterKey(a), clusterKey(b)) })
 	if len(obs.clusters) > 100 {
 		obs.clusters = obs.clusters[:100]
 	}
@@ -421,12 +423,17 @@ func (r *Reconciler) place(ctx context.Context, pp *fleetv1alpha1.PlacementPolic
 	return obs, wake, obs.selectErr
 }
 
-func (r *Reconciler) profile(ctx context.Context, ns, name string) *clusterinventoryv1alpha1.ClusterProfile {
+func (r *Reconciler) profile(ctx context.Context, key types.NamespacedName) *clusterinventoryv1alpha1.ClusterProfile {
 	var cp clusterinventoryv1alpha1.ClusterProfile
-	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &cp); err != nil {
+	if err := r.Get(ctx, key, &cp); err != nil {
 		return nil
 	}
 	return &cp
+}
+
+// clusterKey is the ClusterProfile a status entry is about.
+func clusterKey(c fleetv1alpha1.ClusterStatus) types.NamespacedName {
+	return types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 }
 
 func fillResult(cs *fleetv1alpha1.ClusterStatus, m *memberSyncer, key types.NamespacedName) {
@@ -485,8 +492,9 @@ func (r *Reconciler) writeDecision(ctx context.Context, pp *fleetv1alpha1.Placem
 		if m.Phase == fleetv1alpha1.ClusterFailed || m.Phase == fleetv1alpha1.ClusterUnreachable {
 			continue
 		}
+		// The namespace is always set: left empty it would mean the decision's own.
 		d.Decisions = append(d.Decisions, clusterinventoryv1alpha1.ClusterDecision{
-			ClusterProfileRef: clusterinventoryv1alpha1.ClusterProfileReference{Name: m.Name},
+			ClusterProfileRef: clusterinventoryv1alpha1.ClusterProfileReference{Namespace: m.Key.Namespace, Name: m.Key.Name},
 			Reason:            string(m.Phase),
 		})
 	}
@@ -519,18 +527,18 @@ func (r *Reconciler) finalize(ctx context.Context, pp *fleetv1alpha1.PlacementPo
 	}
 	var pending []string
 	for _, c := range pp.Status.Clusters {
-		m := r.members.get(c.Name)
+		m := r.members.get(clusterKey(c))
 		if m == nil {
 			// No credentials any more: nothing can be removed there.
 			r.Recorder.Eventf(pp, nil, corev1.EventTypeWarning, "CopiesLeft", "Delete",
-				"Orderly has no credentials for cluster %s: its copies stay there", c.Name)
+				"Orderly has no credentials for cluster %s: its copies stay there", clusterKey(c))
 			continue
 		}
 		if res, ok := m.result(key); ok && res.Forgotten {
 			continue
 		}
 		m.setIfChanged(key, &plan{UID: pp.UID, Namespace: pp.Namespace, Purge: true, Forget: true})
-		pending = append(pending, c.Name)
+		pending = append(pending, clusterKey(c).String())
 	}
 	if len(pending) > 0 {
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil

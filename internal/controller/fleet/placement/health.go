@@ -81,33 +81,36 @@ func (r *HealthReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Op
 
 // Reconcile probes one ClusterProfile.
 func (r *HealthReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Everything below is keyed by the profile's namespace and name: a profile named
+	// like another in a different namespace is a different member.
+	key := req.NamespacedName
 	var cp clusterinventoryv1alpha1.ClusterProfile
-	if err := r.Get(ctx, req.NamespacedName, &cp); err != nil {
+	if err := r.Get(ctx, key, &cp); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.members.remove(req.Name)
-			clusterHealthy.DeleteLabelValues(req.Name)
+			r.members.remove(key)
+			memberSeries.Forget(key)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	secretName := cp.Annotations[fleetv1alpha1.KubeconfigSecretAnnotation]
 	if secretName == "" || !cp.DeletionTimestamp.IsZero() {
 		// Not a member Orderly was given access to: its conditions are not Orderly's.
-		r.members.remove(cp.Name)
-		clusterHealthy.DeleteLabelValues(cp.Name)
+		r.members.remove(key)
+		memberSeries.Forget(key)
 		return ctrl.Result{}, nil
 	}
 	m, err := r.connect(ctx, &cp, secretName)
 	if err != nil {
-		r.members.remove(cp.Name)
-		clusterHealthy.WithLabelValues(cp.Name).Set(0)
+		r.members.remove(key)
+		clusterHealthy.WithLabelValues(memberSeries.Values(key)...).Set(0)
 		return ctrl.Result{RequeueAfter: ProbeInterval}, r.writeProbe(ctx, &cp, metav1.ConditionFalse, ReasonNoCredentials, err.Error())
 	}
 	status, reason, msg := metav1.ConditionTrue, ReasonReadyzOK, "The API server's /readyz answered ok."
 	if err := probe(ctx, m.cfg); err != nil {
 		status, reason, msg = metav1.ConditionFalse, ReasonReadyzFailed, err.Error()
-		clusterHealthy.WithLabelValues(cp.Name).Set(0)
+		clusterHealthy.WithLabelValues(memberSeries.Values(key)...).Set(0)
 	} else {
-		clusterHealthy.WithLabelValues(cp.Name).Set(1)
+		clusterHealthy.WithLabelValues(memberSeries.Values(key)...).Set(1)
 	}
 	if err := r.writeProbe(ctx, &cp, status, reason, msg); err != nil || status != metav1.ConditionTrue {
 		return ctrl.Result{RequeueAfter: ProbeInterval}, err
@@ -142,7 +145,10 @@ func (r *HealthReconciler) writeWatched(ctx context.Context, cp *clusterinventor
 	})
 }
 
-// connect reads the member's kubeconfig Secret and returns its syncer.
+// connect reads the member's kubeconfig Secret and returns its syncer. The Secret is
+// read from the manager's namespace only, and serves cp only when its annotation
+// names cp's namespace and name ("/" is in neither, so the pair is unambiguous): a
+// profile of the same name in another namespace cannot use it.
 func (r *HealthReconciler) connect(ctx context.Context, cp *clusterinventoryv1alpha1.ClusterProfile, secretName string) (*memberSyncer, error) {
 	var s corev1.Secret
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: secretName}, &s); err != nil {
@@ -167,7 +173,7 @@ func (r *HealthReconciler) connect(ctx context.Context, cp *clusterinventoryv1al
 		}
 	}
 	sum := sha256.Sum256(append(append([]byte{}, raw...), strings.Join(allowed, ",")...))
-	return r.members.ensure(cp.Name, hex.EncodeToString(sum[:]), allowed, cfg, func(cfg *rest.Config) (client.Client, error) {
+	return r.members.ensure(client.ObjectKeyFromObject(cp), hex.EncodeToString(sum[:]), allowed, cfg, func(cfg *rest.Config) (client.Client, error) {
 		return client.New(cfg, client.Options{Scheme: scheme.New()})
 	})
 }

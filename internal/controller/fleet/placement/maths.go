@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
 	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
@@ -15,7 +16,8 @@ import (
 
 // member is one chosen cluster as the placement maths sees it.
 type member struct {
-	Name   string
+	// Key is the cluster's ClusterProfile.
+	Key    types.NamespacedName
 	Labels map[string]string
 	Phase  fleetv1alpha1.ClusterPhase
 	// Since is when the cluster entered Failed or Returning.
@@ -93,21 +95,38 @@ func nextReturnStep(since, now time.Time) time.Time {
 	return since.Add(steps * time.Minute)
 }
 
+// compareKeys orders clusters by name, then namespace: the order ties are broken in,
+// the same as before clusters were told apart by namespace.
+func compareKeys(a, b types.NamespacedName) int {
+	if c := cmp.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Namespace, b.Namespace)
+}
+
+// orderKey is a unit key for one cluster that sorts as compareKeys does ("\x00" is
+// below every character of a name).
+func orderKey(k types.NamespacedName) string {
+	return k.Name + "\x00" + k.Namespace
+}
+
 // unit is one share of weight: a named cluster, or the clusters with one label value.
 type unit struct {
 	key     string
 	weight  int64
-	members []string
+	members []types.NamespacedName
 }
 
 // units groups the eligible clusters by spec's weights. Every cluster counts once:
 // a cluster named by a weight is its own unit even when its label value has one.
+// A weight names a cluster by name: profiles of that name in several namespaces
+// share it as a group.
 func units(spec *fleetv1alpha1.PlacementPolicySpec, clusters []member) []unit {
 	if spec.CapacityProperty != "" {
 		var out []unit
 		for _, c := range clusters {
 			if c.CapacityErr == "" && c.Capacity > 0 {
-				out = append(out, unit{key: "cluster/" + c.Name, weight: c.Capacity, members: []string{c.Name}})
+				out = append(out, unit{key: "cluster/" + orderKey(c.Key), weight: c.Capacity, members: []types.NamespacedName{c.Key}})
 			}
 		}
 		return out
@@ -115,7 +134,7 @@ func units(spec *fleetv1alpha1.PlacementPolicySpec, clusters []member) []unit {
 	if len(spec.Weights) == 0 {
 		out := make([]unit, 0, len(clusters))
 		for _, c := range clusters {
-			out = append(out, unit{key: "cluster/" + c.Name, weight: 1, members: []string{c.Name}})
+			out = append(out, unit{key: "cluster/" + orderKey(c.Key), weight: 1, members: []types.NamespacedName{c.Key}})
 		}
 		return out
 	}
@@ -135,15 +154,15 @@ func units(spec *fleetv1alpha1.PlacementPolicySpec, clusters []member) []unit {
 		if w.Cluster != "" {
 			u.key = "cluster/" + w.Cluster
 			for _, c := range clusters {
-				if c.Name == w.Cluster {
-					u.members = []string{c.Name}
+				if c.Key.Name == w.Cluster {
+					u.members = append(u.members, c.Key)
 				}
 			}
 		} else {
 			u.key = "value/" + w.LabelValue
 			for _, c := range clusters {
-				if !named[c.Name] && c.Labels[spec.WeightLabel] == w.LabelValue {
-					u.members = append(u.members, c.Name)
+				if !named[c.Key.Name] && c.Labels[spec.WeightLabel] == w.LabelValue {
+					u.members = append(u.members, c.Key)
 				}
 			}
 		}
@@ -151,7 +170,7 @@ func units(spec *fleetv1alpha1.PlacementPolicySpec, clusters []member) []unit {
 			continue
 		}
 		seen[u.key] = true
-		slices.Sort(u.members)
+		slices.SortFunc(u.members, compareKeys)
 		out = append(out, u)
 	}
 	return out
@@ -181,8 +200,9 @@ func capacityOf(props []clusterinventoryv1alpha1.Property, property string) (int
 const maxCapacity = 1 << 31
 
 // largestRemainder splits total by weights: each gets the floor of its exact share,
-// and the replicas left go one each to the largest remainders (ties by key).
-func largestRemainder(total int32, keys []string, weights []int64) []int32 {
+// and the replicas left go one each to the largest remainders (ties by key, in
+// compare's order).
+func largestRemainder[K any](total int32, keys []K, weights []int64, compare func(a, b K) int) []int32 {
 	out := make([]int32, len(keys))
 	var sum int64
 	for _, w := range weights {
@@ -207,7 +227,7 @@ func largestRemainder(total int32, keys []string, weights []int64) []int32 {
 		if c := cmp.Compare(b.num, a.num); c != 0 {
 			return c
 		}
-		return cmp.Compare(keys[a.i], keys[b.i])
+		return compare(keys[a.i], keys[b.i])
 	})
 	for j := 0; given < total; j++ {
 		out[rems[j%len(rems)].i]++
@@ -218,19 +238,19 @@ func largestRemainder(total int32, keys []string, weights []int64) []int32 {
 
 // split divides total over the clusters by the units' weights; inside a label-value
 // unit evenly.
-func split(total int32, us []unit) map[string]int32 {
-	out := map[string]int32{}
+func split(total int32, us []unit) map[types.NamespacedName]int32 {
+	out := map[types.NamespacedName]int32{}
 	keys := make([]string, len(us))
 	weights := make([]int64, len(us))
 	for i, u := range us {
 		keys[i], weights[i] = u.key, u.weight
 	}
-	for i, n := range largestRemainder(total, keys, weights) {
+	for i, n := range largestRemainder(total, keys, weights, cmp.Compare[string]) {
 		ones := make([]int64, len(us[i].members))
 		for j := range ones {
 			ones[j] = 1
 		}
-		for j, m := range largestRemainder(n, us[i].members, ones) {
+		for j, m := range largestRemainder(n, us[i].members, ones, compareKeys) {
 			out[us[i].members[j]] = m
 		}
 	}
@@ -238,17 +258,17 @@ func split(total int32, us []unit) map[string]int32 {
 }
 
 // divide splits one workload's total replicas over the clusters under Divide: only
-// eligible clusters get replicas, a Returning cluster at most caps[name] (the rest
+// eligible clusters get replicas, a Returning cluster at most caps[key] (the rest
 // goes to the others), and spread's maxSkew holds across its label's values.
 // unplaced is what no cluster could take (no eligible cluster has weight).
-func divide(total int32, spec *fleetv1alpha1.PlacementPolicySpec, clusters []member, caps map[string]int32) (out map[string]int32, unplaced int32) {
+func divide(total int32, spec *fleetv1alpha1.PlacementPolicySpec, clusters []member, caps map[types.NamespacedName]int32) (out map[types.NamespacedName]int32, unplaced int32) {
 	var free []member
 	for _, c := range clusters {
 		if c.eligible() {
 			free = append(free, c)
 		}
 	}
-	fixed := map[string]int32{}
+	fixed := map[types.NamespacedName]int32{}
 	for {
 		var used int32
 		for _, n := range fixed {
@@ -258,17 +278,17 @@ func divide(total int32, spec *fleetv1alpha1.PlacementPolicySpec, clusters []mem
 		changed := false
 		var rest []member
 		for _, c := range free {
-			if cp, ok := caps[c.Name]; ok && alloc[c.Name] > cp {
-				fixed[c.Name] = cp
+			if cp, ok := caps[c.Key]; ok && alloc[c.Key] > cp {
+				fixed[c.Key] = cp
 				changed = true
 				continue
 			}
 			rest = append(rest, c)
 		}
 		if !changed {
-			out = map[string]int32{}
+			out = map[types.NamespacedName]int32{}
 			for _, c := range clusters {
-				out[c.Name] = 0
+				out[c.Key] = 0
 			}
 			var placed int32
 			for k, v := range alloc {
@@ -292,11 +312,11 @@ func divide(total int32, spec *fleetv1alpha1.PlacementPolicySpec, clusters []mem
 // applySpread moves replicas one at a time from the fullest domain (cluster label
 // value) to the emptiest until their difference is at most maxSkew. Clusters without
 // the label are outside every domain.
-func applySpread(out map[string]int32, s *fleetv1alpha1.Spread, eligible []member, caps map[string]int32) {
-	domains := map[string][]string{}
+func applySpread(out map[types.NamespacedName]int32, s *fleetv1alpha1.Spread, eligible []member, caps map[types.NamespacedName]int32) {
+	domains := map[string][]types.NamespacedName{}
 	for _, c := range eligible {
 		if v, ok := c.Labels[s.TopologyKey]; ok {
-			domains[v] = append(domains[v], c.Name)
+			domains[v] = append(domains[v], c.Key)
 		}
 	}
 	if len(domains) < 2 {
@@ -329,22 +349,21 @@ func applySpread(out map[string]int32, s *fleetv1alpha1.Spread, eligible []membe
 		if sum(maxD)-sum(minD) <= s.MaxSkew {
 			return
 		}
-		from := ""
+		var from, to types.NamespacedName
 		for _, c := range domains[maxD] {
-			if from == "" || out[c] > out[from] {
+			if from.Name == "" || out[c] > out[from] {
 				from = c
 			}
 		}
-		to := ""
 		for _, c := range domains[minD] {
 			if cp, ok := caps[c]; ok && out[c] >= cp {
 				continue
 			}
-			if to == "" || out[c] < out[to] {
+			if to.Name == "" || out[c] < out[to] {
 				to = c
 			}
 		}
-		if to == "" || out[from] == 0 {
+		if to.Name == "" || out[from] == 0 {
 			return
 		}
 		out[from]--

@@ -6,13 +6,46 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
 	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
 )
 
+// ck is the cluster "namespace/name", or "name" in the namespace fleet.
+func ck(s string) types.NamespacedName {
+	if ns, name, ok := strings.Cut(s, "/"); ok {
+		return types.NamespacedName{Namespace: ns, Name: name}
+	}
+	return types.NamespacedName{Namespace: "fleet", Name: s}
+}
+
+// byKey and byString convert the tables' maps by ck and back.
+func byKey(m map[string]int32) map[types.NamespacedName]int32 {
+	if m == nil {
+		return nil
+	}
+	out := map[types.NamespacedName]int32{}
+	for k, v := range m {
+		out[ck(k)] = v
+	}
+	return out
+}
+
+func byString(m map[types.NamespacedName]int32) map[string]int32 {
+	out := map[string]int32{}
+	for k, v := range m {
+		s := k.String()
+		if k.Namespace == "fleet" {
+			s = k.Name
+		}
+		out[s] = v
+	}
+	return out
+}
+
 func cl(name, region string, phase fleetv1alpha1.ClusterPhase) member {
-	return member{Name: name, Labels: map[string]string{"region": region}, Phase: phase}
+	return member{Key: ck(name), Labels: map[string]string{"region": region}, Phase: phase}
 }
 
 const (
@@ -99,10 +132,30 @@ func TestDivide(t *testing.T) {
 		{"maxSkew moves replicas to the emptiest domain", 10, &skew,
 			[]member{cl("eu1", "eu", healthy), cl("us1", "us", healthy)},
 			nil, map[string]int32{"eu1": 6, "us1": 4}, 0},
+		// ClusterProfiles of one name in two namespaces are two clusters.
+		{"same name, two namespaces: two clusters, ties by name then namespace", 5, &equal,
+			[]member{cl("other/eu1", "eu", healthy), cl("eu1", "eu", healthy)},
+			nil, map[string]int32{"eu1": 3, "other/eu1": 2}, 0},
+		{"same name, two namespaces: an unreachable one takes nothing from the other", 10, &equal,
+			[]member{cl("eu1", "eu", healthy), cl("elsewhere/eu1", "eu", fleetv1alpha1.ClusterUnreachable)},
+			nil, map[string]int32{"eu1": 10, "elsewhere/eu1": 0}, 0},
+		{"same name, two namespaces: one label-value group", 10, &byRegion,
+			[]member{cl("eu1", "eu", healthy), cl("other/eu1", "eu", healthy), cl("us1", "us", healthy)},
+			nil, map[string]int32{"eu1": 3, "other/eu1": 3, "us1": 4}, 0},
+		{"same name, two namespaces: a weight by name is theirs together", 6, &byCluster,
+			[]member{cl("a", "x", healthy), cl("b", "x", healthy), cl("other/b", "x", healthy), cl("c", "x", healthy)},
+			nil, map[string]int32{"a": 2, "b": 1, "other/b": 1, "c": 2}, 0},
+		{"same name, two namespaces: a failed one's share of the weight goes to the other", 6, &byCluster,
+			[]member{cl("a", "x", healthy), cl("b", "x", failed), cl("other/b", "x", healthy), cl("c", "x", healthy)},
+			nil, map[string]int32{"a": 2, "b": 0, "other/b": 2, "c": 2}, 0},
+		{"same name, two namespaces: caps are per cluster", 10, &equal,
+			[]member{cl("eu1", "eu", returning), cl("other/eu1", "eu", healthy)},
+			map[string]int32{"eu1": 2}, map[string]int32{"eu1": 2, "other/eu1": 8}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, unplaced := divide(tt.total, tt.spec, tt.clusters, tt.caps)
+			out, unplaced := divide(tt.total, tt.spec, tt.clusters, byKey(tt.caps))
+			got := byString(out)
 			if !maps.Equal(got, tt.want) || unplaced != tt.wantUnplaced {
 				t.Errorf("divide = %v (unplaced %d), want %v (unplaced %d)", got, unplaced, tt.want, tt.wantUnplaced)
 			}
@@ -120,9 +173,9 @@ func TestDivide(t *testing.T) {
 func TestLargestRemainderIsDeterministic(t *testing.T) {
 	keys := []string{"b", "a", "c"}
 	w := []int64{1, 1, 1}
-	first := largestRemainder(100, keys, w)
+	first := largestRemainder(100, keys, w, strings.Compare)
 	for range 20 {
-		if got := largestRemainder(100, keys, w); got[0] != first[0] || got[1] != first[1] || got[2] != first[2] {
+		if got := largestRemainder(100, keys, w, strings.Compare); got[0] != first[0] || got[1] != first[1] || got[2] != first[2] {
 			t.Fatalf("largestRemainder changed between calls: %v then %v", first, got)
 		}
 	}

@@ -91,7 +91,9 @@ type result struct {
 // memberSyncer applies policies' plans to one member cluster, from a work queue of
 // its own: a slow or dead member holds only its own worker.
 type memberSyncer struct {
-	name string
+	// key is the member's ClusterProfile: profiles of one name in two namespaces are
+	// two members.
+	key types.NamespacedName
 	// allowed are the namespaces whose policies may place here ("*": all).
 	allowed []string
 	hash    string
@@ -125,10 +127,10 @@ type memberSyncer struct {
 	refusalLogged map[string]bool
 }
 
-func newMemberSyncer(name, hash string, cfg *rest.Config, c client.Client, clk clock.PassiveClock, notify func(types.NamespacedName)) *memberSyncer {
+func newMemberSyncer(key types.NamespacedName, hash string, cfg *rest.Config, c client.Client, clk clock.PassiveClock, notify func(types.NamespacedName)) *memberSyncer {
 	return &memberSyncer{
-		name: name, hash: hash, cfg: cfg, client: c, clock: clk, notify: notify,
-		queue: priorityqueue.New("placement-"+name, func(o *priorityqueue.Opts[types.NamespacedName]) {
+		key: key, hash: hash, cfg: cfg, client: c, clock: clk, notify: notify,
+		queue: priorityqueue.New("placement-"+key.String(), func(o *priorityqueue.Opts[types.NamespacedName]) {
 			o.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, 30*time.Second)
 		}),
 		plans:      map[types.NamespacedName]*plan{},
@@ -169,7 +171,7 @@ func (m *memberSyncer) result(key types.NamespacedName) (result, bool) {
 // called. A member whose watches cannot start is still synced, by the resync.
 func (m *memberSyncer) run(ctx context.Context, workers int) {
 	if err := m.startWatch(ctx); err != nil {
-		logf.FromContext(ctx).Error(err, "Not watching Orderly's copies on a member: changes there wait for the resync", "member", m.name)
+		logf.FromContext(ctx).Error(err, "Not watching Orderly's copies on a member: changes there wait for the resync", "member", m.key.String())
 	}
 	for range workers {
 		go func() {
@@ -214,12 +216,12 @@ func (m *memberSyncer) next(ctx context.Context) bool {
 	sctx, cancel := context.WithTimeout(ctx, SyncTimeout)
 	r, planHash, err := m.sync(sctx, key, p)
 	cancel()
-	syncSeconds.WithLabelValues(m.name).Observe(time.Since(began).Seconds())
+	syncSeconds.WithLabelValues(memberSeries.Values(m.key)...).Observe(time.Since(began).Seconds())
 	r.LastSync = m.clock.Now()
 	if err != nil {
 		r.Err = kit.Truncate(err.Error(), 1000)
-		applyErrors.WithLabelValues(m.name).Inc()
-		logf.FromContext(ctx).V(1).Info("Placing on member failed", "member", m.name, "policy", key, "error", err)
+		applyErrors.WithLabelValues(memberSeries.Values(m.key)...).Inc()
+		logf.FromContext(ctx).V(1).Info("Placing on member failed", "member", m.key.String(), "policy", key, "error", err)
 	}
 	m.mu.Lock()
 	if m.plans[key] != p {
@@ -410,34 +412,36 @@ func (m *memberSyncer) admits(ns string) bool {
 	return slices.Contains(m.allowed, ns) || slices.Contains(m.allowed, "*")
 }
 
-// registry holds one memberSyncer per ClusterProfile Orderly has credentials for.
+// registry holds one memberSyncer per ClusterProfile Orderly has credentials for,
+// by the profile's namespace and name: a profile named like another in a different
+// namespace never reaches, replaces or removes the other's connection.
 type registry struct {
 	ctx    context.Context
 	clock  clock.PassiveClock
 	notify func(types.NamespacedName)
 
 	mu      sync.Mutex
-	members map[string]*memberSyncer
+	members map[types.NamespacedName]*memberSyncer
 }
 
 func newRegistry(ctx context.Context, clk clock.PassiveClock, notify func(types.NamespacedName)) *registry {
-	return &registry{ctx: ctx, clock: clk, notify: notify, members: map[string]*memberSyncer{}}
+	return &registry{ctx: ctx, clock: clk, notify: notify, members: map[types.NamespacedName]*memberSyncer{}}
 }
 
 // ensure returns the member's syncer, made anew when its credentials changed.
-func (g *registry) ensure(name, hash string, allowed []string, cfg *rest.Config, newClient func(*rest.Config) (client.Client, error)) (*memberSyncer, error) {
+func (g *registry) ensure(key types.NamespacedName, hash string, allowed []string, cfg *rest.Config, newClient func(*rest.Config) (client.Client, error)) (*memberSyncer, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if m, ok := g.members[name]; ok && m.hash == hash {
+	if m, ok := g.members[key]; ok && m.hash == hash {
 		return m, nil
 	}
 	c, err := newClient(cfg)
 	if err != nil {
 		return nil, err
 	}
-	m := newMemberSyncer(name, hash, cfg, c, g.clock, g.notify)
+	m := newMemberSyncer(key, hash, cfg, c, g.clock, g.notify)
 	m.allowed = allowed
-	if old, ok := g.members[name]; ok {
+	if old, ok := g.members[key]; ok {
 		old.stop()
 		old.mu.Lock()
 		m.plans, m.results, m.purged = old.plans, old.results, old.purged
@@ -446,26 +450,26 @@ func (g *registry) ensure(name, hash string, allowed []string, cfg *rest.Config,
 			m.queue.Add(k)
 		}
 	}
-	g.members[name] = m
+	g.members[key] = m
 	ctx, cancel := context.WithCancel(g.ctx)
 	m.cancel = cancel
 	go m.run(ctx, MemberWorkers)
 	return m, nil
 }
 
-func (g *registry) get(name string) *memberSyncer {
+func (g *registry) get(key types.NamespacedName) *memberSyncer {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.members[name]
+	return g.members[key]
 }
 
 // remove stops and forgets a member whose credentials went away.
-func (g *registry) remove(name string) {
+func (g *registry) remove(key types.NamespacedName) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if m, ok := g.members[name]; ok {
+	if m, ok := g.members[key]; ok {
 		m.stop()
-		delete(g.members, name)
+		delete(g.members, key)
 	}
 }
 

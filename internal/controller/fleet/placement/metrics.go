@@ -2,7 +2,6 @@ package placement
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"orderly.dev/orderly/internal/kit"
 )
@@ -24,21 +23,21 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
 	})
 
-	clusterHealthy = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	// memberSeries names a member by its ClusterProfile's namespace and name: two
+	// profiles of one name are two series.
+	memberSeries = kit.NamespacedSeries("namespace", "cluster")
+
+	clusterHealthy = memberSeries.Gauge(prometheus.GaugeOpts{
 		Name: "orderly_placement_cluster_healthy",
 		Help: "1 when the member cluster's /readyz answered ok at the last probe, 0 when not.",
-	}, []string{"cluster"})
-	applyErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+	})
+	applyErrors = memberSeries.Counter(prometheus.CounterOpts{
 		Name: "orderly_placement_apply_errors_total",
 		Help: "Syncs of a policy to a member cluster that failed.",
-	}, []string{"cluster"})
-	syncSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	})
+	syncSeconds = memberSeries.Histogram(prometheus.HistogramOpts{
 		Name:    "orderly_placement_sync_seconds",
 		Help:    "Time to apply one policy's objects to one member cluster.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 3, 9),
-	}, []string{"cluster"})
+	})
 )
-
-func init() {
-	metrics.Registry.MustRegister(clusterHealthy, applyErrors, syncSeconds)
-}

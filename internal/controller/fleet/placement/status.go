@@ -44,6 +44,8 @@ func computeStatus(o *fleetv1alpha1.PlacementPolicy, obs *observation) {
 	s.Replicas, s.ReadyReplicas, s.ReadyClusters = 0, 0, 0
 	var notSynced, failedSync, notReady []string
 	for _, c := range obs.clusters {
+		// namespace/name: two profiles of one name must read apart.
+		name := clusterKey(c).String()
 		s.Replicas += c.Replicas
 		s.ReadyReplicas += min(c.ReadyReplicas, c.Replicas)
 		if c.Phase == fleetv1alpha1.ClusterFailed {
@@ -51,11 +53,11 @@ func computeStatus(o *fleetv1alpha1.PlacementPolicy, obs *observation) {
 		}
 		switch {
 		case c.Error != "":
-			failedSync = append(failedSync, c.Name+": "+c.Error)
+			failedSync = append(failedSync, name+": "+c.Error)
 		case c.LastSync == nil || c.Applied < obs.resources:
-			notSynced = append(notSynced, c.Name)
+			notSynced = append(notSynced, name)
 		case c.ReadyReplicas < c.Replicas:
-			notReady = append(notReady, fmt.Sprintf("%s (%d/%d)", c.Name, c.ReadyReplicas, c.Replicas))
+			notReady = append(notReady, fmt.Sprintf("%s (%d/%d)", name, c.ReadyReplicas, c.Replicas))
 		default:
 			s.ReadyClusters++
 		}
@@ -108,29 +110,30 @@ func computeStatus(o *fleetv1alpha1.PlacementPolicy, obs *observation) {
 // recordTransitions sends an Event for each cluster that failed over, started
 // returning or recovered.
 func (r *Reconciler) recordTransitions(prev, cur *fleetv1alpha1.PlacementPolicy) {
-	before := map[string]fleetv1alpha1.ClusterPhase{}
+	before := map[types.NamespacedName]fleetv1alpha1.ClusterPhase{}
 	for _, c := range prev.Status.Clusters {
-		before[c.Name] = c.Phase
+		before[clusterKey(c)] = c.Phase
 	}
 	for _, c := range cur.Status.Clusters {
-		was := before[c.Name]
+		ck := clusterKey(c)
+		was := before[ck]
 		if was == c.Phase {
 			continue
 		}
 		switch c.Phase {
 		case fleetv1alpha1.ClusterFailed:
 			r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, "ClusterFailed", "Failover",
-				"Cluster %s was unhealthy for %s: its replicas moved to the other clusters", c.Name, cur.Spec.Failover.UnhealthyFor.Duration)
+				"Cluster %s was unhealthy for %s: its replicas moved to the other clusters", ck, cur.Spec.Failover.UnhealthyFor.Duration)
 		case fleetv1alpha1.ClusterReturning:
 			r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, "ClusterReturning", "Return",
-				"Cluster %s is healthy again: its replicas return at %d per minute", c.Name, cur.Spec.Failover.ReturnRate)
+				"Cluster %s is healthy again: its replicas return at %d per minute", ck, cur.Spec.Failover.ReturnRate)
 		case fleetv1alpha1.ClusterHealthy:
 			if was == fleetv1alpha1.ClusterReturning || was == fleetv1alpha1.ClusterUnhealthy {
-				r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, "ClusterRecovered", "Return", "Cluster %s holds its full share again", c.Name)
+				r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, "ClusterRecovered", "Return", "Cluster %s holds its full share again", ck)
 			}
 		case fleetv1alpha1.ClusterUnhealthy:
 			r.Recorder.Eventf(cur, nil, corev1.EventTypeWarning, "ClusterUnhealthy", "Probe",
-				"Cluster %s is unhealthy: its replicas move after %s unless it recovers", c.Name, cur.Spec.Failover.UnhealthyFor.Duration)
+				"Cluster %s is unhealthy: its replicas move after %s unless it recovers", ck, cur.Spec.Failover.UnhealthyFor.Duration)
 		}
 	}
 }

@@ -100,7 +100,7 @@ func TestMain(m *testing.M) {
 			if err != nil {
 				return teardown, err
 			}
-			if err := register(ctx, name, map[string]string{"region": region, "env": "test"}, "dup, div,none,cap,hub", tm, tm.env.Config); err != nil {
+			if err := register(ctx, name, map[string]string{"region": region, "env": "test"}, "dup, div,none,cap,hub,twin", tm, tm.env.Config); err != nil {
 				return teardown, err
 			}
 		}
@@ -333,7 +333,7 @@ func dump(t *testing.T) {
 	var cps clusterinventoryv1alpha1.ClusterProfileList
 	_ = k.List(context.Background(), &cps)
 	for _, cp := range cps.Items {
-		t.Logf("ClusterProfile %s: %+v", cp.Name, cp.Status.Conditions)
+		t.Logf("ClusterProfile %s/%s: %+v", cp.Namespace, cp.Name, cp.Status.Conditions)
 	}
 }
 

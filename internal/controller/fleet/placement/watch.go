@@ -119,19 +119,19 @@ func (m *memberSyncer) startWatch(ctx context.Context) error {
 		DefaultWatchErrorHandler: m.watchFailed,
 	})
 	if err != nil {
-		return fmt.Errorf("building the watches on member %s: %w", m.name, err)
+		return fmt.Errorf("building the watches on member %s: %w", m.key, err)
 	}
 	var informers []cache.Informer
 	for _, gvk := range placedKinds {
 		inf, err := c.GetInformer(ctx, watchedObject(gvk), cache.BlockUntilSynced(false))
 		if err != nil {
-			return fmt.Errorf("watching %ss on member %s: %w", gvk.Kind, m.name, err)
+			return fmt.Errorf("watching %ss on member %s: %w", gvk.Kind, m.key, err)
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			UpdateFunc: func(old, cur any) { m.copyUpdated(gvk, old, cur) },
 			DeleteFunc: func(obj any) { m.copyDeleted(gvk, obj) },
 		}); err != nil {
-			return fmt.Errorf("watching %ss on member %s: %w", gvk.Kind, m.name, err)
+			return fmt.Errorf("watching %ss on member %s: %w", gvk.Kind, m.key, err)
 		}
 		informers = append(informers, inf)
 	}
@@ -140,7 +140,7 @@ func (m *memberSyncer) startWatch(ctx context.Context) error {
 	m.watchMu.Unlock()
 	go func() {
 		if err := c.Start(ctx); err != nil {
-			logf.FromContext(ctx).Error(err, "Watching Orderly's copies on a member", "member", m.name)
+			logf.FromContext(ctx).Error(err, "Watching Orderly's copies on a member", "member", m.key.String())
 		}
 	}()
 	return nil
@@ -152,7 +152,7 @@ func (m *memberSyncer) startWatch(ctx context.Context) error {
 // to the health probe to report.
 func (m *memberSyncer) watchFailed(ctx context.Context, r *toolscache.Reflector, err error) {
 	if !apierrors.IsForbidden(err) {
-		logf.FromContext(ctx).V(1).Info("Watching Orderly's copies on a member failed; retrying", "member", m.name, "error", err.Error())
+		logf.FromContext(ctx).V(1).Info("Watching Orderly's copies on a member failed; retrying", "member", m.key.String(), "error", err.Error())
 		return
 	}
 	resource := ""
@@ -170,7 +170,7 @@ func (m *memberSyncer) watchFailed(ctx context.Context, r *toolscache.Reflector,
 	m.watchMu.Unlock()
 	if first {
 		logf.FromContext(ctx).Info("A member refuses to let Orderly watch its copies there: changes on it are noticed by the resync every "+FallbackResync.String()+"; grant the kubeconfig's identity list and watch on the placed kinds",
-			"member", m.name, "resource", resource)
+			"member", m.key.String(), "resource", resource)
 	}
 	if !wasFallback {
 		// Policies waiting for the long resync come back within the short one.

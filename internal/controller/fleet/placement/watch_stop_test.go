@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,8 +24,9 @@ import (
 func TestStopEndsTheWatches(t *testing.T) {
 	before := runtime.NumGoroutine()
 	cfg := &rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}
+	gone := types.NamespacedName{Namespace: "fleet", Name: "gone"}
 	g := newRegistry(context.Background(), clocktesting.NewFakePassiveClock(time.Now()), nil)
-	if _, err := g.ensure("gone", "h", []string{"*"}, cfg, func(cfg *rest.Config) (client.Client, error) {
+	if _, err := g.ensure(gone, "h", []string{"*"}, cfg, func(cfg *rest.Config) (client.Client, error) {
 		return client.New(cfg, client.Options{Scheme: scheme.New()})
 	}); err != nil {
 		t.Fatal(err)
@@ -36,7 +38,7 @@ func TestStopEndsTheWatches(t *testing.T) {
 	if runtime.NumGoroutine() <= before+len(placedKinds) {
 		t.Fatalf("the watches did not start: %d goroutines, %d before", runtime.NumGoroutine(), before)
 	}
-	g.remove("gone")
+	g.remove(gone)
 	deadline = time.Now().Add(10 * time.Second)
 	for runtime.NumGoroutine() > before+1 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)

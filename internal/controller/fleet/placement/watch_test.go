@@ -74,7 +74,7 @@ func TestSlimCopy(t *testing.T) {
 
 // watchedSyncer is a member syncer holding one policy's plan for the Deployment web.
 func watchedSyncer() (*memberSyncer, types.NamespacedName) {
-	m := newMemberSyncer("eu1", "h", &rest.Config{}, nil, clocktesting.NewFakePassiveClock(time.Now()), nil)
+	m := newMemberSyncer(types.NamespacedName{Namespace: "fleet", Name: "eu1"}, "h", &rest.Config{}, nil, clocktesting.NewFakePassiveClock(time.Now()), nil)
 	key := types.NamespacedName{Namespace: "shop", Name: "p"}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(deploymentGVK)
