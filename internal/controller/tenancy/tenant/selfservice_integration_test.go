@@ -366,6 +366,7 @@ func TestTenantAllowedClassesAndRegistries(t *testing.T) {
 	g.Expect(k.Create(ctx, pod("xray-main", "ghcr.io/acme/app:1", ""), client.DryRunAll)).To(Succeed())
 	// An ephemeral container (kubectl debug) added to a running pod is judged too.
 	running := pod("xray-main", "ghcr.io/acme/app:1", "")
+	running.Name = "debug-target"
 	g.Expect(k.Create(ctx, running)).To(Succeed())
 	t.Cleanup(func() { _ = k.Delete(context.Background(), running) })
 	debug := func(image string) *corev1.Pod {
