@@ -10,6 +10,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
@@ -112,9 +113,16 @@ func matchKinds(p *policyv1alpha1.LabelPolicy) []policyv1alpha1.Kind {
 }
 
 // excludedNamespaces returns the listed namespaces, the system namespaces and the
-// manager's namespace (managerNS, when known), sorted.
+// manager's namespace (managerNS, when known), sorted. A listed name that no
+// namespace can have (the CRD checks only its length) is left out: it excludes
+// nothing, and in the bindings' NotIn it would make the API server refuse them.
 func excludedNamespaces(p *policyv1alpha1.LabelPolicy, managerNS string) []string {
-	out := append(slices.Clone(systemNamespaces), p.Spec.Match.ExcludedNamespaces...)
+	out := slices.Clone(systemNamespaces)
+	for _, ns := range p.Spec.Match.ExcludedNamespaces {
+		if len(validation.IsDNS1123Label(ns)) == 0 {
+			out = append(out, ns)
+		}
+	}
 	if managerNS != "" {
 		out = append(out, managerNS)
 	}
