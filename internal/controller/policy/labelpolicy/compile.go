@@ -15,48 +15,9 @@ import (
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
-
-// systemNamespaces are excluded from every policy by name, listed or not, in the
-// bindings' namespaceSelector; every other kube-* namespace is excluded by
-// protectedCondition. A policy must never lock the cluster's own components out.
-var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
-
-// protectedPrefix starts the names of the namespaces that belong to the cluster's own
-// components (kube-system, kube-public, kube-node-lease, and add-ons such as
-// kube-flannel): no policy applies there.
-const protectedPrefix = "kube-"
-
-// Protected says whether namespace ns is out of every LabelPolicy's reach, whatever the
-// policy's match says: the kube-* namespaces, and managerNS, the manager's own
-// namespace (empty when unknown), so that no policy can block the cluster's components
-// or Orderly's own Deployment, for instance a Default policy while Orderly's webhook is
-// down. The generated admission objects, the webhook and the audit all apply it.
-func Protected(ns, managerNS string) bool {
-	return strings.HasPrefix(ns, protectedPrefix) || (managerNS != "" && ns == managerNS)
-}
-
-// protectedNamespaces describes the namespaces Protected covers, for status.
-func protectedNamespaces(managerNS string) []string {
-	out := []string{protectedPrefix + "*"}
-	if managerNS != "" && !strings.HasPrefix(managerNS, protectedPrefix) {
-		out = append(out, managerNS)
-	}
-	return out
-}
-
-// protectedCondition is the matchCondition that keeps every generated policy and
-// webhook out of the protected namespaces. A namespaceSelector cannot match a name
-// prefix; CEL can. The manager's namespace is in the selector's NotIn list too, so
-// the API server skips it before evaluating any CEL.
-func protectedCondition(managerNS string) admissionv1.MatchCondition {
-	expr := fmt.Sprintf("!request.namespace.startsWith(%s)", celString(protectedPrefix))
-	if managerNS != "" {
-		expr += " && request.namespace != " + celString(managerNS)
-	}
-	return admissionv1.MatchCondition{Name: "not-protected-namespace", Expression: expr}
-}
 
 // defaultKinds are matched when spec.match.kinds is empty (the CRD defaults it too).
 var defaultKinds = []policyv1alpha1.Kind{
@@ -117,7 +78,7 @@ func matchKinds(p *policyv1alpha1.LabelPolicy) []policyv1alpha1.Kind {
 // namespace can have (the CRD checks only its length) is left out: it excludes
 // nothing, and in the bindings' NotIn it would make the API server refuse them.
 func excludedNamespaces(p *policyv1alpha1.LabelPolicy, managerNS string) []string {
-	out := slices.Clone(systemNamespaces)
+	out := slices.Clone(kit.SystemNamespaces)
 	for _, ns := range p.Spec.Match.ExcludedNamespaces {
 		if len(validation.IsDNS1123Label(ns)) == 0 {
 			out = append(out, ns)
@@ -241,7 +202,7 @@ var barePodsOnly = admissionv1.MatchCondition{
 // matchConditions are the conditions of every generated policy and webhook: never in
 // a protected namespace, and only bare pods.
 func matchConditions(managerNS string) []admissionv1.MatchCondition {
-	return []admissionv1.MatchCondition{protectedCondition(managerNS), barePodsOnly}
+	return []admissionv1.MatchCondition{kit.ProtectedMatchCondition(managerNS), barePodsOnly}
 }
 
 // celString quotes s as a CEL string literal.
@@ -254,7 +215,27 @@ func labelOf(obj, key string) string {
 
 // anchoredPattern is allowedPattern as a regular expression that matches whole values.
 func anchoredPattern(p *policyv1alpha1.LabelPolicy) string {
-	return "^(?:" + p.Spec.AllowedPattern + ")$"
+	return "^(?:" + closeQuote(p.Spec.AllowedPattern) + ")$"
+}
+
+// closeQuote ends a \Q literal that runs to the end of pattern with \E: RE2 reads it
+// to the end, where it would swallow the ")$" that anchoredPattern appends.
+func closeQuote(pattern string) string {
+	for i := 0; i+1 < len(pattern); i++ {
+		if pattern[i] != '\\' {
+			continue
+		}
+		if pattern[i+1] != 'Q' {
+			i++ // an escaped character
+			continue
+		}
+		end := strings.Index(pattern[i+2:], `\E`)
+		if end < 0 {
+			return pattern + `\E`
+		}
+		i += 2 + end + 1
+	}
+	return pattern
 }
 
 // allowedExpr is a CEL expression that is true when the string v is an allowed value.

@@ -13,6 +13,7 @@ import (
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
+	"orderly.dev/orderly/internal/kit"
 )
 
 func testPolicy(action policyv1alpha1.Action, mod ...func(*policyv1alpha1.LabelPolicy)) *policyv1alpha1.LabelPolicy {
@@ -106,7 +107,7 @@ func TestCompileMatchesBarePodsOnlyAndExcludesSystemNamespaces(t *testing.T) {
 	})
 	c := Compile(p, policyv1alpha1.AdmissionModeNative, nil, "")
 	// Bare pods only, and never in a protected namespace (TestCompileProtectsNamespaces).
-	if !slices.Equal(c.VAP.Spec.MatchConditions, []admissionv1.MatchCondition{protectedCondition(""), barePodsOnly}) {
+	if !slices.Equal(c.VAP.Spec.MatchConditions, []admissionv1.MatchCondition{kit.ProtectedMatchCondition(""), barePodsOnly}) {
 		t.Errorf("matchConditions = %v, want only bare pods outside the protected namespaces", c.VAP.Spec.MatchConditions)
 	}
 	var resources []string
@@ -214,6 +215,28 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
+// A \Q literal running to the end of the pattern swallowed the anchors: a pattern the
+// API server accepts was refused, and its policy's CEL did not compile (found by
+// FuzzCompileLabelPolicy).
+func TestCompilePatternUnterminatedQuote(t *testing.T) {
+	for pattern, cases := range map[string]map[string]bool{
+		`\Qcc-`:       {"cc-": true, "cc-1": false, "ccx": false},
+		`\Qa.b`:       {"a.b": true, "axb": false},
+		`x\Qa\E|\Qb.`: {"xa": true, "b.": true, "bx": false},
+		`\\Q`:         {`\Q`: true},
+	} {
+		re, err := CompilePattern(testPolicy(policyv1alpha1.ActionDeny, func(p *policyv1alpha1.LabelPolicy) { p.Spec.AllowedPattern = pattern }))
+		if err != nil {
+			t.Fatalf("%s: %v", pattern, err)
+		}
+		for v, want := range cases {
+			if got := re.MatchString(v); got != want {
+				t.Errorf("%s matches %q: %v, want %v", pattern, v, got, want)
+			}
+		}
+	}
+}
+
 func TestCompilePatternRejectsInvalid(t *testing.T) {
 	_, err := CompilePattern(testPolicy(policyv1alpha1.ActionDeny, func(p *policyv1alpha1.LabelPolicy) { p.Spec.AllowedPattern = "(" }))
 	if err == nil || !strings.Contains(err.Error(), "not a valid regular expression") {
@@ -243,7 +266,7 @@ func TestCompileWebhook(t *testing.T) {
 		if *w.FailurePolicy != admissionv1.Ignore || *w.TimeoutSeconds != 5 || *w.SideEffects != admissionv1.SideEffectClassNone {
 			t.Errorf("defaults: failurePolicy %v, timeout %d, sideEffects %v", *w.FailurePolicy, *w.TimeoutSeconds, *w.SideEffects)
 		}
-		if !slices.Equal(w.MatchConditions, []admissionv1.MatchCondition{protectedCondition(""), barePodsOnly}) {
+		if !slices.Equal(w.MatchConditions, []admissionv1.MatchCondition{kit.ProtectedMatchCondition(""), barePodsOnly}) {
 			t.Errorf("matchConditions = %v", w.MatchConditions)
 		}
 		if w.NamespaceSelector.MatchLabels["team"] != "a" || len(w.Rules) != 3 {
@@ -270,27 +293,6 @@ func TestCompileWebhook(t *testing.T) {
 			t.Error("a Deny policy got a webhook configuration")
 		}
 	})
-}
-
-func TestProtected(t *testing.T) {
-	cases := []struct {
-		ns, managerNS string
-		want          bool
-	}{
-		{"kube-system", "orderly-system", true},
-		{"kube-public", "", true},
-		{"kube-flannel", "orderly-system", true},
-		{"orderly-system", "orderly-system", true},
-		{"orderly-system", "", false},
-		{"kubeflow", "orderly-system", false},
-		{"default", "orderly-system", false},
-		{"shop", "orderly-system", false},
-	}
-	for _, tc := range cases {
-		if got := Protected(tc.ns, tc.managerNS); got != tc.want {
-			t.Errorf("Protected(%q, manager in %q) = %v, want %v", tc.ns, tc.managerNS, got, tc.want)
-		}
-	}
 }
 
 // A policy that matches every namespace still leaves the manager's namespace and the
