@@ -17,6 +17,7 @@ import (
 	orderlyadmission "orderly.dev/orderly/internal/admission"
 	controller "orderly.dev/orderly/internal/controller/policy/imagepolicy"
 	"orderly.dev/orderly/internal/controller/policy/imagescan"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // Pinner pins the tags of matched workloads to digests for the ImagePolicies with
@@ -47,7 +48,7 @@ func (p *Pinner) Webhook() *admission.Webhook {
 // Handle answers with the patch that pins every tag it can.
 func (p *Pinner) Handle(ctx context.Context, req admission.Request) admission.Response {
 	name, _ := ctx.Value(policyNameKey{}).(string)
-	if controller.Protected(req.Namespace, p.Namespace) {
+	if kit.ProtectedNamespace(req.Namespace, p.Namespace) {
 		return admission.Allowed("namespace " + req.Namespace + " is out of every ImagePolicy's reach")
 	}
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {

@@ -32,6 +32,7 @@ import (
 	orderlyadmission "orderly.dev/orderly/internal/admission"
 	controller "orderly.dev/orderly/internal/controller/policy/imagepolicy"
 	"orderly.dev/orderly/internal/controller/policy/imagescan"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
 
@@ -108,7 +109,7 @@ func (h *Handler) now() time.Time {
 // Handle decides from scan results.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	name, _ := ctx.Value(policyNameKey{}).(string)
-	if controller.Protected(req.Namespace, h.Namespace) {
+	if kit.ProtectedNamespace(req.Namespace, h.Namespace) {
 		return admission.Allowed("namespace " + req.Namespace + " is out of every ImagePolicy's reach")
 	}
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {

@@ -95,7 +95,7 @@ func (h *Handler) Webhook() *admission.Webhook {
 // policy's job, which runs after every mutation.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	name, _ := ctx.Value(policyNameKey{}).(string)
-	if controller.Protected(req.Namespace, h.Namespace) {
+	if kit.ProtectedNamespace(req.Namespace, h.Namespace) {
 		return admission.Allowed("namespace " + req.Namespace + " is out of every LabelPolicy's reach")
 	}
 	key := client.ObjectKey{Name: name}

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -208,7 +207,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // refused says why the Canary must not act at all: the manager's own namespace and
 // kube-* namespaces are left alone.
 func (r *Reconciler) refused(c *deliveryv1alpha1.Canary) (reason, message string) {
-	if strings.HasPrefix(c.Namespace, "kube-") || (r.ManagerNamespace != "" && c.Namespace == r.ManagerNamespace) {
+	if kit.ProtectedNamespace(c.Namespace, r.ManagerNamespace) {
 		return "NamespaceNotAllowed", fmt.Sprintf("Orderly does not deliver in namespace %s (kube-* namespaces and Orderly's own are left alone)", c.Namespace)
 	}
 	return "", ""

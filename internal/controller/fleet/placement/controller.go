@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -79,10 +78,6 @@ type Reconciler struct {
 	// Namespace is the manager's: nothing is placed from it.
 	Namespace string
 	members   *registry
-}
-
-func protectedNamespace(ns, manager string) bool {
-	return ns == manager || strings.HasPrefix(ns, "kube-")
 }
 
 // Setup builds the health prober and the placement reconciler and registers them.
@@ -194,7 +189,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := kit.AddFinalizer(ctx, r.Client, r.APIReader, &pp, finalizer); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if protectedNamespace(pp.Namespace, r.Namespace) {
+	if kit.ProtectedNamespace(pp.Namespace, r.Namespace) {
 		return ctrl.Result{}, kit.PatchStatus(ctx, r.Client, r.APIReader, &pp, func(o *fleetv1alpha1.PlacementPolicy) {
 			o.Status.ObservedGeneration = o.Generation
 			c := kit.ConditionsOf(&o.Status.Conditions, o.Generation)

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -215,7 +214,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.finalize(ctx, &sd)
 	}
 	obs := &observation{}
-	if strings.HasPrefix(sd.Namespace, "kube-") || (r.ManagerNamespace != "" && sd.Namespace == r.ManagerNamespace) {
+	if kit.ProtectedNamespace(sd.Namespace, r.ManagerNamespace) {
 		obs.block("NamespaceNotAllowed", fmt.Sprintf("Orderly registers no hostnames for namespace %s (kube-* namespaces and Orderly's own are left alone)", sd.Namespace))
 		return r.finish(ctx, &sd, obs, nil)
 	}

@@ -12,6 +12,7 @@ import (
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
 	"orderly.dev/orderly/internal/controller/policy/imagescan"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
 
@@ -22,12 +23,6 @@ const WebhookPathPrefix = "/imagepolicy/"
 // MutatePathPrefix is where the webhook server pins tags to digests for ImagePolicies
 // with requireDigest.rewrite: the path of policy P is MutatePathPrefix + P.
 const MutatePathPrefix = "/imagepolicy-mutate/"
-
-// Protected says whether namespace ns is out of every ImagePolicy's reach
-// (imagescan.Protected).
-func Protected(ns, managerNS string) bool { return imagescan.Protected(ns, managerNS) }
-
-const protectedPrefix = "kube-"
 
 func celString(s string) string { return strconv.Quote(s) }
 
@@ -47,14 +42,6 @@ var resourceRules = admission.PodRules()
 
 func namespaceSelector(p *policyv1alpha1.ImagePolicy, managerNS string) *metav1.LabelSelector {
 	return imagescan.NamespaceSelector(p, managerNS)
-}
-
-func protectedCondition(managerNS string) admissionv1.MatchCondition {
-	expr := fmt.Sprintf("!request.namespace.startsWith(%s)", celString(protectedPrefix))
-	if managerNS != "" {
-		expr += " && request.namespace != " + celString(managerNS)
-	}
-	return admissionv1.MatchCondition{Name: "not-protected-namespace", Expression: expr}
 }
 
 // Compiled admission objects of one policy; nil where the policy needs none.
@@ -130,7 +117,7 @@ func compileVAP(p *policyv1alpha1.ImagePolicy, managerNS string) *admissionv1.Va
 				NamespaceSelector: &metav1.LabelSelector{},
 				ObjectSelector:    &metav1.LabelSelector{},
 			},
-			MatchConditions: []admissionv1.MatchCondition{protectedCondition(managerNS)},
+			MatchConditions: []admissionv1.MatchCondition{kit.ProtectedMatchCondition(managerNS)},
 			Variables:       vars,
 			Validations:     validations,
 		},
@@ -211,7 +198,7 @@ func compileMutating(p *policyv1alpha1.ImagePolicy, e *admission.Endpoint, manag
 			SideEffects:             ptr.To(admissionv1.SideEffectClassNoneOnDryRun),
 			TimeoutSeconds:          &timeout,
 			AdmissionReviewVersions: []string{"v1"},
-			MatchConditions:         []admissionv1.MatchCondition{protectedCondition(managerNS)},
+			MatchConditions:         []admissionv1.MatchCondition{kit.ProtectedMatchCondition(managerNS)},
 			ReinvocationPolicy:      ptr.To(admissionv1.IfNeededReinvocationPolicy),
 		}},
 	}
@@ -232,7 +219,7 @@ func compileWebhook(p *policyv1alpha1.ImagePolicy, e *admission.Endpoint, manage
 			SideEffects:             ptr.To(admissionv1.SideEffectClassNoneOnDryRun),
 			TimeoutSeconds:          &timeout,
 			AdmissionReviewVersions: []string{"v1"},
-			MatchConditions:         []admissionv1.MatchCondition{protectedCondition(managerNS)},
+			MatchConditions:         []admissionv1.MatchCondition{kit.ProtectedMatchCondition(managerNS)},
 		}},
 	}
 }

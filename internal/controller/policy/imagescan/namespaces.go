@@ -3,7 +3,6 @@ package imagescan
 import (
 	"context"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,22 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 )
-
-// systemNamespaces are excluded by name in every ImagePolicy binding; every other
-// kube-* namespace by a match condition (Protected).
-var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
-
-// Protected says whether namespace ns is out of every ImagePolicy's reach: the
-// kube-* namespaces and managerNS, the manager's own, so that no policy can keep
-// the cluster's components or Orderly itself from starting. Nothing there is scanned.
-func Protected(ns, managerNS string) bool {
-	return strings.HasPrefix(ns, "kube-") || (managerNS != "" && ns == managerNS)
-}
 
 // ExcludedNamespaces are the namespaces p never applies to by name.
 func ExcludedNamespaces(p *policyv1alpha1.ImagePolicy, managerNS string) []string {
-	out := append(slices.Clone(systemNamespaces), p.Spec.Match.ExcludedNamespaces...)
+	out := append(slices.Clone(kit.SystemNamespaces), p.Spec.Match.ExcludedNamespaces...)
 	if managerNS != "" {
 		out = append(out, managerNS)
 	}
@@ -67,7 +56,7 @@ func MatchedNamespaces(ctx context.Context, r client.Reader, policies []*policyv
 		return nil, err
 	}
 	for _, ns := range list.Items {
-		if Protected(ns.Name, managerNS) {
+		if kit.ProtectedNamespace(ns.Name, managerNS) {
 			continue
 		}
 		lbls := k8slabels.Merge(k8slabels.Set(ns.Labels), k8slabels.Set{corev1.LabelMetadataName: ns.Name})

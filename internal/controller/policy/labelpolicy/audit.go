@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
 
@@ -126,7 +127,7 @@ func namespaceFilter(p *policyv1alpha1.LabelPolicy, managerNS string) (func(ns *
 	}
 	excluded := excludedNamespaces(p, managerNS)
 	return func(ns *corev1.Namespace) bool {
-		return !Protected(ns.Name, managerNS) && !slices.Contains(excluded, ns.Name) && sel.Matches(k8slabels.Set(ns.Labels))
+		return !kit.ProtectedNamespace(ns.Name, managerNS) && !slices.Contains(excluded, ns.Name) && sel.Matches(k8slabels.Set(ns.Labels))
 	}, nil
 }
 

@@ -70,7 +70,7 @@ type observation struct {
 func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha1.LabelPolicyStatus {
 	st := *p.Status.DeepCopy()
 	st.ObservedGeneration = p.Generation
-	st.ProtectedNamespaces = protectedNamespaces(obs.managerNamespace)
+	st.ProtectedNamespaces = kit.ProtectedNamespaces(obs.managerNamespace)
 	conds := kit.ConditionsOf(&st.Conditions, p.Generation)
 	if obs.invalidSpec != "" {
 		conds.False(policyv1alpha1.ConditionAdmissionReady, ReasonInvalidSpec, obs.invalidSpec)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // namespaceConflict is a namespace this schedule selects but another one owns.
@@ -32,10 +33,10 @@ type selection struct {
 // wake), and the manager's own (asleep, nothing would be left to wake the others).
 // No selection overrides it: a `namespaceSelector: {}` selects every namespace.
 func excludedReason(ns, managerNamespace string) string {
-	switch {
-	case strings.HasPrefix(ns, "kube-"):
+	switch kit.NamespaceProtection(ns, managerNamespace) {
+	case kit.KubernetesNamespace:
 		return powerv1alpha1.ExcludedSystemNamespace
-	case managerNamespace != "" && ns == managerNamespace:
+	case kit.ManagerNamespace:
 		return powerv1alpha1.ExcludedManagerNamespace
 	}
 	return ""

@@ -2,7 +2,6 @@ package secretrotation
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
@@ -57,7 +56,7 @@ func inFlight(p secretsv1alpha1.Phase) bool {
 // minimum, the cron expression and the time zone, and the namespace. It returns
 // what decides the rotations, or the problem to report.
 func validate(sr *secretsv1alpha1.SecretRotation, minInterval time.Duration, managerNamespace string) (when, *problem) {
-	if ns := sr.Namespace; strings.HasPrefix(ns, "kube-") || (managerNamespace != "" && ns == managerNamespace) {
+	if ns := sr.Namespace; kit.ProtectedNamespace(ns, managerNamespace) {
 		return when{}, &problem{ReasonProtected, fmt.Sprintf("namespace %s is protected (kube-* and Orderly's own namespace): SecretRotations there are not acted on", ns)}
 	}
 	var w when

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
 
@@ -146,10 +147,10 @@ func conflictMessage(ns *corev1.Namespace, t *tenancyv1alpha1.Tenant) string {
 
 // reserved reports why no Tenant may manage the namespace named name, or "".
 func (r *Reconciler) reserved(name string) string {
-	switch {
-	case strings.HasPrefix(name, "kube-"):
+	switch kit.NamespaceProtection(name, r.ManagerNamespace) {
+	case kit.KubernetesNamespace:
 		return fmt.Sprintf("namespace %q belongs to Kubernetes: a Tenant never manages kube-* namespaces", name)
-	case r.ManagerNamespace != "" && name == r.ManagerNamespace:
+	case kit.ManagerNamespace:
 		return fmt.Sprintf("namespace %q is Orderly's own namespace: a Tenant never manages it", name)
 	}
 	return ""
