@@ -96,10 +96,15 @@ func allowedWith(p *policyv1alpha1.LabelPolicy, re *regexp.Regexp, vs *valueSet,
 
 // setValuesExpr is the CEL list of the values allowed from params at compile time:
 // active and expiring after cutoff (zero: every expiry is still to come).
+//
+// Expiries are compared as the strings the API server stores them as (RFC 3339 in
+// UTC, four-digit years, which order as the times do), not as CEL timestamps: CEL's
+// run from year 1, and a value or cutoff in year 0 made a literal the API server
+// refuses, or an expression that fails (and so refuses) every request.
 func setValuesExpr(cutoff time.Time) string {
 	cond := "(!has(v.active) || v.active)"
 	if !cutoff.IsZero() {
-		cond += fmt.Sprintf(" && (!has(v.expires) || timestamp(v.expires) > timestamp(%s))", celString(cutoff.UTC().Format(time.RFC3339)))
+		cond += fmt.Sprintf(" && (!has(v.expires) || string(v.expires) > %s)", celString(cutoff.UTC().Format(time.RFC3339)))
 	}
 	return fmt.Sprintf("params.spec.values.filter(v, %s).map(v, v.value)", cond)
 }

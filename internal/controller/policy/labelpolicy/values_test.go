@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/testcel"
 )
 
 func testValueSet(now time.Time) *policyv1alpha1.LabelValueSet {
@@ -86,8 +87,26 @@ func TestCompileAllowedValuesFrom(t *testing.T) {
 			setValues = v.Expression
 		}
 	}
-	if !strings.Contains(setValues, `timestamp("2026-03-01T11:59:00Z")`) {
+	if !strings.Contains(setValues, `"2026-03-01T11:59:00Z"`) {
 		t.Errorf("setValues = %s", setValues)
+	}
+	// Evaluated by the API server's CEL: values expiring at or before the cutoff are
+	// retired, inactive ones too; an expiry in year 0 is one (CEL's timestamps start in
+	// year 1: the policy failed every request, found by FuzzCompileLabelPolicy).
+	params := map[string]any{"spec": map[string]any{"values": []any{
+		map[string]any{"value": "open"},
+		map[string]any{"value": "later", "expires": "2026-03-01T12:00:00Z"},
+		map[string]any{"value": "at-cutoff", "expires": "2026-03-01T11:59:00Z"},
+		map[string]any{"value": "ancient", "expires": "0000-06-01T00:00:00Z"},
+		map[string]any{"value": "off", "active": false},
+	}}}
+	var active []string
+	if err := testcel.Eval(setValues, map[string]any{"params": params}, &active); err != nil || strings.Join(active, ",") != "open,later" {
+		t.Errorf("setValues = %v, %v; want open,later", active, err)
+	}
+	year0 := CompileWith(p, policyv1alpha1.AdmissionModeNative, nil, "", Options{ValuesCutoff: time.Date(0, 6, 1, 0, 0, 0, 0, time.UTC)})
+	if err := testcel.ValidatingAdmissionPolicy(&year0.VAP.Spec); err != nil {
+		t.Errorf("a cutoff in year 0: %v", err)
 	}
 	if e := c.VAP.Spec.Validations[0].Expression; !strings.Contains(e, "variables.value in variables.setValues") {
 		t.Errorf("validation = %s", e)
@@ -95,10 +114,10 @@ func TestCompileAllowedValuesFrom(t *testing.T) {
 	if m := c.VAP.Spec.Validations[0].MessageExpression; !strings.Contains(m, "which is retired in LabelValueSet cost-centers") {
 		t.Errorf("message = %s", m)
 	}
-	// No cutoff: no timestamp to compare.
+	// No cutoff: no expiry to compare.
 	c = CompileWith(p, policyv1alpha1.AdmissionModeNative, nil, "", Options{})
 	for _, v := range c.VAP.Spec.Variables {
-		if v.Name == "setValues" && strings.Contains(v.Expression, "timestamp") {
+		if v.Name == "setValues" && strings.Contains(v.Expression, "expires") {
 			t.Errorf("setValues without a cutoff = %s", v.Expression)
 		}
 	}
