@@ -5,10 +5,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// Every time zone a user names resolves, whatever the host or image has in
+	// /usr/share/zoneinfo (the manager's image has none).
+	_ "time/tzdata"
 )
 
 // Cron schedules are shared by the controllers that run on a schedule: the same
 // five-field syntax, and the same rules for day fields and DST gaps, everywhere.
+//
+// Orderly keeps its own parser rather than github.com/robfig/cron/v3 (what Kubernetes'
+// CronJob controller uses) because that library gets two things wrong that schedules
+// rely on, shown by TestCronAgainstRobfig: where DST moves clocks by half an hour
+// (Australia/Lord_Howe) its Next skips a whole day at the autumn change and fires twice
+// at the spring one, and it refuses day-of-week 7 (Sunday), which cron(5) and existing
+// SecretRotation and BackupVerification schedules use. Everything else — fields,
+// names, lists, ranges, steps, the either-day rule, a DST gap's times not happening —
+// matches it.
 
 // Cron is a parsed five-field cron expression: the allowed values of each field.
 type Cron struct {
@@ -18,8 +30,15 @@ type Cron struct {
 	domStar, dowStar bool
 }
 
+// Names of months and days of the week, as cron(5) takes them (any case).
+var (
+	monthNames = map[string]int{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12}
+	dayNames   = map[string]int{"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
+)
+
 // ParseCron parses "minute hour day-of-month month day-of-week" with *, lists,
-// ranges and steps (*/15, 1-5, 0,30, 8-18/2). Day-of-week 7 is Sunday, like 0.
+// ranges and steps (*/15, 1-5, 0,30, 8-18/2), and names of months and days (jan,
+// mon-fri). Day-of-week 7 is Sunday, like 0.
 func ParseCron(expr string) (*Cron, error) {
 	fields := strings.Fields(expr)
 	if len(fields) != 5 {
@@ -30,9 +49,10 @@ func ParseCron(expr string) (*Cron, error) {
 		set      *[64]bool
 		min, max int
 		name     string
-	}{{&c.minute, 0, 59, "minute"}, {&c.hour, 0, 23, "hour"}, {&c.dom, 1, 31, "day-of-month"}, {&c.month, 1, 12, "month"}, {&c.dow, 0, 7, "day-of-week"}}
+		names    map[string]int
+	}{{&c.minute, 0, 59, "minute", nil}, {&c.hour, 0, 23, "hour", nil}, {&c.dom, 1, 31, "day-of-month", nil}, {&c.month, 1, 12, "month", monthNames}, {&c.dow, 0, 7, "day-of-week", dayNames}}
 	for i, b := range bounds {
-		if err := parseField(fields[i], b.min, b.max, b.set); err != nil {
+		if err := parseField(fields[i], b.min, b.max, b.set, b.names); err != nil {
 			return nil, fmt.Errorf("cron %q: %s: %w", expr, b.name, err)
 		}
 	}
@@ -43,7 +63,15 @@ func ParseCron(expr string) (*Cron, error) {
 	return &c, nil
 }
 
-func parseField(f string, min, max int, set *[64]bool) error {
+// fieldValue is a number, or one of names.
+func fieldValue(s string, names map[string]int) (int, error) {
+	if v, ok := names[strings.ToLower(s)]; ok {
+		return v, nil
+	}
+	return strconv.Atoi(s)
+}
+
+func parseField(f string, min, max int, set *[64]bool, names map[string]int) error {
 	for part := range strings.SplitSeq(f, ",") {
 		rng, stepS, hasStep := strings.Cut(part, "/")
 		step := 1
@@ -65,13 +93,13 @@ func parseField(f string, min, max int, set *[64]bool) error {
 		case strings.Contains(rng, "-"):
 			a, b, _ := strings.Cut(rng, "-")
 			var err1, err2 error
-			lo, err1 = strconv.Atoi(a)
-			hi, err2 = strconv.Atoi(b)
+			lo, err1 = fieldValue(a, names)
+			hi, err2 = fieldValue(b, names)
 			if err1 != nil || err2 != nil {
 				return fmt.Errorf("bad range %q", rng)
 			}
 		default:
-			v, err := strconv.Atoi(rng)
+			v, err := fieldValue(rng, names)
 			if err != nil {
 				return fmt.Errorf("bad value %q", rng)
 			}

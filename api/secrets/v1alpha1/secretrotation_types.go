@@ -150,7 +150,8 @@ type ExternalGenerator struct{}
 // Schedule is a cron schedule in a time zone.
 type Schedule struct {
 	// cron is a five-field cron expression (minute hour day-of-month month
-	// day-of-week) with *, lists, ranges and steps.
+	// day-of-week) with *, lists, ranges, steps and the names of months and days
+	// (jan, mon-fri); day-of-week 7 is Sunday, like 0.
 	// +required
 	// +kubebuilder:validation:MinLength=9
 	// +kubebuilder:validation:MaxLength=128
