@@ -33,11 +33,11 @@ import (
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	controllers "orderly.dev/orderly/internal/controller"
-	"orderly.dev/orderly/internal/controller/data/engine"
-	"orderly.dev/orderly/internal/controller/data/engine/mysql"
-	"orderly.dev/orderly/internal/controller/data/engine/postgres"
 	"orderly.dev/orderly/internal/controller/secrets/secretrotation"
 	"orderly.dev/orderly/internal/controller/tenancy/tenant"
+	"orderly.dev/orderly/internal/database"
+	"orderly.dev/orderly/internal/database/mysql"
+	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/scheme"
 	"orderly.dev/orderly/internal/version"
@@ -258,7 +258,7 @@ func runManager(ctx context.Context, o managerOptions) error {
 	}
 	// The database connector is shared by the data controllers and closed when the
 	// manager stops.
-	databases := engine.Engines{string(datav1alpha1.EnginePostgres): postgres.NewConnector(), string(datav1alpha1.EngineMySQL): mysql.NewConnector()}
+	databases := database.Engines{string(datav1alpha1.EnginePostgres): postgres.NewConnector(), string(datav1alpha1.EngineMySQL): mysql.NewConnector()}
 	defer databases.Close()
 	admissionServer, err := orderlywebhook.Prepare(ctx, cfg, webhookOpts, namespace, selected)
 	if err != nil {

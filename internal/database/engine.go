@@ -1,6 +1,6 @@
 // Package engine is what the data controllers need from a database server, so that
 // engines other than PostgreSQL (MySQL) can be added behind the same interface.
-package engine
+package database
 
 import (
 	"context"

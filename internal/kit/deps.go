@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"orderly.dev/orderly/internal/admission"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 // Controller is one of Orderly's controllers as the manager runs it. Every controller
@@ -36,7 +36,7 @@ type Deps struct {
 	Clock clock.PassiveClock
 	// Databases connects the data controllers to database servers. The manager makes
 	// one, shared by the controllers, and closes it when it stops.
-	Databases engine.Connector
+	Databases database.Connector
 	// Admission is how admission-enforcing controllers mutate, and reach Orderly's
 	// webhook server.
 	Admission admission.Config

@@ -23,9 +23,9 @@ import (
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/controller/data/devdatabase"
-	"orderly.dev/orderly/internal/controller/data/engine"
-	"orderly.dev/orderly/internal/controller/data/engine/mysql"
-	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/database"
+	"orderly.dev/orderly/internal/database/mysql"
+	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/testmysql"
 	"orderly.dev/orderly/internal/testpg"
 )
@@ -110,8 +110,8 @@ func concurrently(b *testing.B, n int, fn func(i int) error) []time.Duration {
 
 // engineAlone runs Orderly's Ensure for n empty databases through a Connector of
 // its own, at the baseline's concurrency.
-func engineAlone(ctx context.Context, b *testing.B, e benchEngine, connector engine.Connector, n int) []time.Duration {
-	eng, err := connector.Connect(ctx, string(e.kind), engine.Server{Name: "alone-" + e.server, Engine: string(e.kind), Host: e.host, Port: e.port, SSLMode: "disable", Username: e.user, Password: e.pass})
+func engineAlone(ctx context.Context, b *testing.B, e benchEngine, connector database.Connector, n int) []time.Duration {
+	eng, err := connector.Connect(ctx, string(e.kind), database.Server{Name: "alone-" + e.server, Engine: string(e.kind), Host: e.host, Port: e.port, SSLMode: "disable", Username: e.user, Password: e.pass})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,8 +120,8 @@ func engineAlone(ctx context.Context, b *testing.B, e benchEngine, connector eng
 	}
 	return concurrently(b, n, func(i int) error {
 		uid := fmt.Sprintf("22222222-0000-4000-8000-%012d", i)
-		name, role := engine.NamesFor(string(e.kind), uid)
-		_, err := eng.Ensure(ctx, engine.Database{Name: name, Role: role, OwnerUID: uid, Password: engine.Password(), SetPassword: true})
+		name, role := database.NamesFor(string(e.kind), uid)
+		_, err := eng.Ensure(ctx, database.Database{Name: name, Role: role, OwnerUID: uid, Password: database.Password(), SetPassword: true})
 		return err
 	})
 }
@@ -130,7 +130,7 @@ func engineAlone(ctx context.Context, b *testing.B, e benchEngine, connector eng
 // DevDatabase (postgres.Postgres.Ensure): look-ups, role and marker in a transaction,
 // CREATE DATABASE, marker, REVOKE, and for clones the grants inside the new database.
 func pgBaselineSQL(ctx context.Context, pool *pgxpool.Pool, srv *testpg.Server, uid, template string) error {
-	db, role := engine.Names(uid)
+	db, role := database.Names(uid)
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_roles WHERE rolname = $1`, role).Scan(&n); err != nil {
 		return err
@@ -139,7 +139,7 @@ func pgBaselineSQL(ctx context.Context, pool *pgxpool.Pool, srv *testpg.Server, 
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE ROLE %q LOGIN PASSWORD '%s'`, role, engine.Password())); err != nil {
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE ROLE %q LOGIN PASSWORD '%s'`, role, database.Password())); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, fmt.Sprintf(`COMMENT ON ROLE %q IS '%s'`, role, postgres.Marker(uid))); err != nil {
@@ -210,7 +210,7 @@ func postgresBench(ctx context.Context, b *testing.B) (benchEngine, func()) {
 	if err := admin.QueryRow(ctx, "SELECT pg_size_pretty(pg_database_size('bench_seed'))").Scan(&size); err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := pgxpool.ParseConfig(postgres.ConnString(engine.Server{Host: srv.Host, Port: srv.Port, SSLMode: "disable", Username: srv.Username, Password: srv.Password}, "postgres"))
+	cfg, err := pgxpool.ParseConfig(postgres.ConnString(database.Server{Host: srv.Host, Port: srv.Port, SSLMode: "disable", Username: srv.Username, Password: srv.Password}, "postgres"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func serverVersion(ctx context.Context, b *testing.B, admin *pgx.Conn) string {
 // CREATE DATABASE, for clones each table's CREATE TABLE ... LIKE and its rows in one
 // transaction, the grant and the ready state.
 func mysqlBaselineSQL(ctx context.Context, db *sql.DB, uid, template string, tables []string) error {
-	name, user := engine.NamesFor(mysql.Kind, uid)
+	name, user := database.NamesFor(mysql.Kind, uid)
 	var s string
 	var n int
 	for _, q := range []struct {
@@ -293,7 +293,7 @@ func mysqlBaselineSQL(ctx context.Context, db *sql.DB, uid, template string, tab
 	u := mysql.Literal(user) + "@'%'"
 	stmts := []string{
 		"INSERT INTO orderly.owners (kind, name, owner_uid, state) VALUES ('user', " + mysql.Literal(user) + ", " + mysql.Literal(uid) + ", 'ready')",
-		"CREATE USER " + u + " IDENTIFIED BY PASSWORD " + mysql.Literal(mysql.NativeHash(engine.Password())),
+		"CREATE USER " + u + " IDENTIFIED BY PASSWORD " + mysql.Literal(mysql.NativeHash(database.Password())),
 		"INSERT INTO orderly.owners (kind, name, owner_uid, state) VALUES ('database', " + mysql.Literal(name) + ", " + mysql.Literal(uid) + ", 'creating')",
 		"CREATE DATABASE " + mysql.Ident(name) + " CHARACTER SET utf8mb4",
 	}
@@ -349,7 +349,7 @@ func mariadbBench(ctx context.Context, b *testing.B) (benchEngine, func()) {
 	stop := func() { _ = admin.Close(); srv.Close() }
 	prepConnector := mysql.NewConnector()
 	defer prepConnector.Close()
-	prep, err := prepConnector.Connect(ctx, mysql.Kind, engine.Server{Host: srv.Host, Port: srv.Port, SSLMode: "disable", Username: srv.Username, Password: srv.Password})
+	prep, err := prepConnector.Connect(ctx, mysql.Kind, database.Server{Host: srv.Host, Port: srv.Port, SSLMode: "disable", Username: srv.Username, Password: srv.Password})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -525,7 +525,7 @@ func BenchmarkDevDatabases(b *testing.B) {
 		f := &figures[i]
 		f.baseEmpty = concurrently(b, e.n, func(j int) error { return e.baseline(ctx, fmt.Sprintf("00000000-0000-4000-8000-%012d", j), false) })
 		f.baseClone = concurrently(b, e.clones, func(j int) error { return e.baseline(ctx, fmt.Sprintf("11111111-0000-4000-8000-%012d", j), true) })
-		connector := engine.Engines{string(datav1alpha1.EnginePostgres): postgres.NewConnector(), string(datav1alpha1.EngineMySQL): mysql.NewConnector()}
+		connector := database.Engines{string(datav1alpha1.EnginePostgres): postgres.NewConnector(), string(datav1alpha1.EngineMySQL): mysql.NewConnector()}
 		f.alone = engineAlone(ctx, b, e, connector, e.n)
 		connector.Close()
 		e.close()

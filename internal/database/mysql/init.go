@@ -12,7 +12,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 // DDLNote is added to the message of a failed init run: what MySQL committed
@@ -33,7 +33,7 @@ const DDLNote = "MySQL and MariaDB commit implicitly at each DDL or account stat
 // admin's connection. The driver never reads a local file for LOAD DATA LOCAL
 // INFILE (no file is registered and AllowAllFiles is off), so the SQL cannot make
 // the manager send its own files.
-func (m *MySQL) Init(ctx context.Context, db engine.Database, initSQL string, begun func(txn string) error) error {
+func (m *MySQL) Init(ctx context.Context, db database.Database, initSQL string, begun func(txn string) error) error {
 	if err := checkNames(db); err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (m *MySQL) Init(ctx context.Context, db engine.Database, initSQL string, be
 	conn, err := sdb.Conn(ctx)
 	if err != nil {
 		if n := errNumber(err); loginRefused(n) {
-			return fmt.Errorf("%w: the server refused the database user's login (error %d); Orderly logs in as the user to run its init SQL", engine.ErrUnreachable, n)
+			return fmt.Errorf("%w: the server refused the database user's login (error %d); Orderly logs in as the user to run its init SQL", database.ErrUnreachable, n)
 		}
 		return m.classify(err, "connecting as the database's user")
 	}
@@ -113,12 +113,12 @@ func (m *MySQL) initError(ctx context.Context, err error) error {
 	if errors.As(err, &myErr) {
 		switch myErr.Number {
 		case errStatementTimeout, errExecutionTimeout, errQueryInterrupted:
-			return fmt.Errorf("%w: it ran longer than %s and was cancelled (error %d); %s", engine.ErrInit, m.timeouts.Init, myErr.Number, DDLNote)
+			return fmt.Errorf("%w: it ran longer than %s and was cancelled (error %d); %s", database.ErrInit, m.timeouts.Init, myErr.Number, DDLNote)
 		}
-		return fmt.Errorf("%w: %s; %s", engine.ErrInit, safeError(err, m.server.Username), DDLNote)
+		return fmt.Errorf("%w: %s; %s", database.ErrInit, safeError(err, m.server.Username), DDLNote)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%w: it ran longer than %s and was cancelled; %s", engine.ErrInit, m.timeouts.Init, DDLNote)
+		return fmt.Errorf("%w: it ran longer than %s and was cancelled; %s", database.ErrInit, m.timeouts.Init, DDLNote)
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, gomysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -126,26 +126,26 @@ func (m *MySQL) initError(ctx context.Context, err error) error {
 	}
 	// Anything else the driver refused before the server saw it (LOAD DATA LOCAL
 	// INFILE of a file it may not read): the SQL's failure.
-	return fmt.Errorf("%w: %s; %s", engine.ErrInit, safeError(err, m.server.Username), DDLNote)
+	return fmt.Errorf("%w: %s; %s", database.ErrInit, safeError(err, m.server.Username), DDLNote)
 }
 
 // InitOutcome says whether the init session txn (its CONNECTION_ID()) still runs.
 // Once it has ended the server cannot say whether it committed: MySQL keeps no
 // record of past transactions, so the answer is TxnUnknown.
-func (m *MySQL) InitOutcome(ctx context.Context, txn string) (engine.TxnState, error) {
+func (m *MySQL) InitOutcome(ctx context.Context, txn string) (database.TxnState, error) {
 	id, err := strconv.ParseUint(txn, 10, 64)
 	if err != nil {
-		return engine.TxnUnknown, nil
+		return database.TxnUnknown, nil
 	}
 	// A session of the same number but another user (the server restarted and
 	// numbers its sessions from 1 again) is not the init's.
 	running, err := m.count(ctx, "asking the outcome of the init transaction",
 		`SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND USER LIKE 'orderly\_%'`, id)
 	if err != nil {
-		return engine.TxnUnknown, err
+		return database.TxnUnknown, err
 	}
 	if running {
-		return engine.TxnInProgress, nil
+		return database.TxnInProgress, nil
 	}
-	return engine.TxnUnknown, nil
+	return database.TxnUnknown, nil
 }

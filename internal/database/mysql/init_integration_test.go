@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
-func ready(t *testing.T, e engine.Engine, uid string) engine.Database {
+func ready(t *testing.T, e database.Engine, uid string) database.Database {
 	t.Helper()
 	db := newDB(uid)
 	if _, err := e.Ensure(context.Background(), db); err != nil {
@@ -31,7 +31,7 @@ func TestInitRunsAsTheDatabasesUser(t *testing.T) {
 	e, admin := connect(t)
 	db := ready(t, e, "a5a5a5a5-0000-4000-8000-000000000001")
 	var txn string
-	var during engine.TxnState
+	var during database.TxnState
 	err := e.Init(ctx, db, "CREATE TABLE seed (id INT PRIMARY KEY, who VARCHAR(100));\nINSERT INTO seed VALUES (1, CURRENT_USER());\nINSERT INTO seed VALUES (2, DATABASE())",
 		func(id string) error {
 			txn = id
@@ -42,24 +42,24 @@ func TestInitRunsAsTheDatabasesUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if txn == "" || during != engine.TxnInProgress {
-		t.Errorf("begun got %q and the outcome while running was %q, want a session id and %q", txn, during, engine.TxnInProgress)
+	if txn == "" || during != database.TxnInProgress {
+		t.Errorf("begun got %q and the outcome while running was %q, want a session id and %q", txn, during, database.TxnInProgress)
 	}
-	var who, database string
+	var who, dbname string
 	if err := admin.QueryRow("SELECT who FROM " + Ident(db.Name) + ".seed WHERE id = 1").Scan(&who); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.QueryRow("SELECT who FROM " + Ident(db.Name) + ".seed WHERE id = 2").Scan(&database); err != nil {
+	if err := admin.QueryRow("SELECT who FROM " + Ident(db.Name) + ".seed WHERE id = 2").Scan(&dbname); err != nil {
 		t.Fatal(err)
 	}
-	if who != db.Role+"@%" || database != db.Name {
-		t.Errorf("the SQL ran as %s in %s, want %s@%% in %s", who, database, db.Role, db.Name)
+	if who != db.Role+"@%" || dbname != db.Name {
+		t.Errorf("the SQL ran as %s in %s, want %s@%% in %s", who, dbname, db.Role, db.Name)
 	}
 	// Once the session has ended, MySQL cannot say what became of it.
-	if st, err := e.InitOutcome(ctx, txn); err != nil || st != engine.TxnUnknown {
-		t.Errorf("outcome after the run: %q, %v; want %q", st, err, engine.TxnUnknown)
+	if st, err := e.InitOutcome(ctx, txn); err != nil || st != database.TxnUnknown {
+		t.Errorf("outcome after the run: %q, %v; want %q", st, err, database.TxnUnknown)
 	}
-	if st, err := e.InitOutcome(ctx, "not-a-session"); err != nil || st != engine.TxnUnknown {
+	if st, err := e.InitOutcome(ctx, "not-a-session"); err != nil || st != database.TxnUnknown {
 		t.Errorf("outcome of a bogus id: %q, %v", st, err)
 	}
 }
@@ -80,7 +80,7 @@ func TestInitCannotUseTheAdminsRightsAndFailsAsMySQLDoes(t *testing.T) {
 		"SET GLOBAL max_connections = 1",
 	} {
 		err := e.Init(ctx, db, attack, func(string) error { return nil })
-		if !errors.Is(err, engine.ErrInit) {
+		if !errors.Is(err, database.ErrInit) {
 			t.Errorf("%s: %v, want ErrInit", attack, err)
 			continue
 		}
@@ -94,7 +94,7 @@ func TestInitCannotUseTheAdminsRightsAndFailsAsMySQLDoes(t *testing.T) {
 		t.Fatal("the init SQL did what only the admin may")
 	}
 	err := e.Init(ctx, db, "CREATE TABLE a (id INT);\nINSERT INTO a VALUES (1);\nINSERT INTO nosuch VALUES (1)", func(string) error { return nil })
-	if !errors.Is(err, engine.ErrInit) || !strings.Contains(err.Error(), "nosuch") || !strings.Contains(err.Error(), DDLNote) {
+	if !errors.Is(err, database.ErrInit) || !strings.Contains(err.Error(), "nosuch") || !strings.Contains(err.Error(), DDLNote) {
 		t.Fatalf("failing SQL: %v; want ErrInit naming the table and saying what stays", err)
 	}
 	if n := count(t, admin, "SELECT COUNT(*) FROM "+Ident(db.Name)+".a"); n != 0 {
@@ -151,7 +151,7 @@ func TestInitEndsAtItsDeadline(t *testing.T) {
 		var txn string
 		start := time.Now()
 		err := e.Init(ctx, db, sql, func(id string) error { txn = id; return nil })
-		if !errors.Is(err, engine.ErrInit) || !strings.Contains(err.Error(), "ran longer than 1s") {
+		if !errors.Is(err, database.ErrInit) || !strings.Contains(err.Error(), "ran longer than 1s") {
 			t.Fatalf("%q: %v, want ErrInit saying it ran too long", sql, err)
 		}
 		if d := time.Since(start); d > 10*time.Second {
@@ -186,7 +186,7 @@ func TestInitCannotReadTheManagersFiles(t *testing.T) {
 	_ = f.Close()
 	mustExec(t, admin, "CREATE TABLE "+Ident(db.Name)+".f (l TEXT)")
 	err = e.Init(ctx, db, "LOAD DATA LOCAL INFILE '"+f.Name()+"' INTO TABLE f", func(string) error { return nil })
-	if !errors.Is(err, engine.ErrInit) {
+	if !errors.Is(err, database.ErrInit) {
 		t.Errorf("LOAD DATA LOCAL INFILE: %v, want ErrInit", err)
 	}
 	if n := count(t, admin, "SELECT COUNT(*) FROM "+Ident(db.Name)+".f"); n != 0 {

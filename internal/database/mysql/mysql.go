@@ -52,7 +52,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 // Kind is the DatabaseServer spec.engine this package serves.
@@ -190,14 +190,14 @@ func (c *Connector) Forget(name string) {
 func (c *Connector) closeLater(p *pool) { c.closing.Go(func() { _ = p.db.Close() }) }
 
 // settings identifies what a pool was made with.
-func settings(s engine.Server, t Timeouts) string {
+func settings(s database.Server, t Timeouts) string {
 	return fmt.Sprintf("%s|%d|%s|%s|%s|%x|%v", s.Host, s.Port, s.EffectiveSSLMode(), s.Username, s.Password, s.CACert, t)
 }
 
 // Connect returns the engine for s, reusing its pool while s is unchanged.
-func (c *Connector) Connect(_ context.Context, kind string, s engine.Server) (engine.Engine, error) {
+func (c *Connector) Connect(_ context.Context, kind string, s database.Server) (database.Engine, error) {
 	if kind != Kind {
-		return nil, fmt.Errorf("%w: the mysql connector was asked for engine %q", engine.ErrEngineUnsupported, kind)
+		return nil, fmt.Errorf("%w: the mysql connector was asked for engine %q", database.ErrEngineUnsupported, kind)
 	}
 	t := c.Timeouts.withDefaults()
 	key := s.Name
@@ -237,7 +237,7 @@ func (c *Connector) Connect(_ context.Context, kind string, s engine.Server) (en
 }
 
 // open makes a pool (it connects lazily) whose sessions are tuned by session.
-func open(s engine.Server, t Timeouts, statement time.Duration) (*sql.DB, error) {
+func open(s database.Server, t Timeouts, statement time.Duration) (*sql.DB, error) {
 	cfg, err := Config(s, "")
 	if err != nil {
 		return nil, err
@@ -253,7 +253,7 @@ func open(s engine.Server, t Timeouts, statement time.Duration) (*sql.DB, error)
 // Config is the driver's configuration of an admin connection to s: TLS as
 // EffectiveSSLMode says, a 5 s dial timeout, no cleartext password to a server that
 // asks for one, and no driver logging.
-func Config(s engine.Server, database string) (*gomysql.Config, error) {
+func Config(s database.Server, database string) (*gomysql.Config, error) {
 	cfg := gomysql.NewConfig()
 	cfg.User, cfg.Passwd = s.Username, s.Password
 	cfg.Net, cfg.Addr, cfg.DBName = "tcp", net.JoinHostPort(s.Host, strconv.Itoa(int(s.Port))), database
@@ -273,12 +273,12 @@ func Config(s engine.Server, database string) (*gomysql.Config, error) {
 // prefer TLS when offered, unchecked, else plaintext; require TLS, unchecked;
 // verify-ca the certificate's chain; verify-full also the host name. The CA, when
 // given, is the only root trusted.
-func tlsConfig(s engine.Server) (*tls.Config, bool, error) {
+func tlsConfig(s database.Server) (*tls.Config, bool, error) {
 	var roots *x509.CertPool
 	if len(s.CACert) > 0 {
 		roots = x509.NewCertPool()
 		if !roots.AppendCertsFromPEM(s.CACert) {
-			return nil, false, fmt.Errorf("%w: the CA Secret holds no PEM certificate", engine.ErrCredentials)
+			return nil, false, fmt.Errorf("%w: the CA Secret holds no PEM certificate", database.ErrCredentials)
 		}
 	}
 	switch s.EffectiveSSLMode() {
@@ -376,11 +376,11 @@ func isMariaDB(version string) bool { return strings.Contains(strings.ToLower(ve
 // MySQL is the engine for one MySQL or MariaDB server.
 type MySQL struct {
 	pool     *pool
-	server   engine.Server
+	server   database.Server
 	timeouts Timeouts
 }
 
-var _ engine.Engine = (*MySQL)(nil)
+var _ database.Engine = (*MySQL)(nil)
 
 // deadline bounds waiting for the answers to n statements.
 func (m *MySQL) deadline(ctx context.Context, n int) (context.Context, context.CancelFunc) {
@@ -476,20 +476,20 @@ func classify(err error, what, admin string, t Timeouts) error {
 	if errors.As(err, &myErr) {
 		switch n := myErr.Number; {
 		case loginRefused(n) || n == errTooManyConnections || n == errUserLimitReached:
-			return wrap(engine.ErrUnreachable, "%v: %s: %s", engine.ErrUnreachable, what, safeError(err, admin))
+			return wrap(database.ErrUnreachable, "%v: %s: %s", database.ErrUnreachable, what, safeError(err, admin))
 		case n == errLockWaitTimeout:
-			return wrap(engine.ErrTimeout, "%v: %s: another session holds a lock it needs (waited %s): %s", engine.ErrTimeout, what, t.Lock, safeError(err, admin))
+			return wrap(database.ErrTimeout, "%v: %s: another session holds a lock it needs (waited %s): %s", database.ErrTimeout, what, t.Lock, safeError(err, admin))
 		case n == errStatementTimeout || n == errExecutionTimeout || n == errQueryInterrupted:
-			return wrap(engine.ErrTimeout, "%v: %s: %s", engine.ErrTimeout, what, safeError(err, admin))
+			return wrap(database.ErrTimeout, "%v: %s: %s", database.ErrTimeout, what, safeError(err, admin))
 		}
 		return wrap(nil, "%s: %s", what, safeError(err, admin))
 	}
 	if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
-		return wrap(engine.ErrUnreachable, "%v: %s: the server did not answer in time", engine.ErrUnreachable, what)
+		return wrap(database.ErrUnreachable, "%v: %s: the server did not answer in time", database.ErrUnreachable, what)
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, gomysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return wrap(engine.ErrUnreachable, "%v: %s: %s", engine.ErrUnreachable, what, safeError(err, admin))
+		return wrap(database.ErrUnreachable, "%v: %s: %s", database.ErrUnreachable, what, safeError(err, admin))
 	}
 	return wrap(nil, "%s: %s", what, safeError(err, admin))
 }
@@ -539,14 +539,14 @@ func (m *MySQL) identity(ctx context.Context) (string, error) {
 
 func sameServer(want, got string) error {
 	if want != "" && got != "" && want != got {
-		return fmt.Errorf("%w: it was created on server %s, and the server now answering is %s", engine.ErrServerChanged, want, got)
+		return fmt.Errorf("%w: it was created on server %s, and the server now answering is %s", database.ErrServerChanged, want, got)
 	}
 	return nil
 }
 
 // Info reports the server's version, identity and how many databases Orderly owns there.
-func (m *MySQL) Info(ctx context.Context) (engine.Info, error) {
-	var info engine.Info
+func (m *MySQL) Info(ctx context.Context) (database.Info, error) {
+	var info database.Info
 	if err := m.queryRow(ctx, "querying the server", "SELECT VERSION()", nil, &info.Version); err != nil {
 		return info, err
 	}
@@ -654,7 +654,7 @@ type state struct {
 	userExists, dbExists bool
 }
 
-func (m *MySQL) observe(ctx context.Context, db engine.Database) (state, error) {
+func (m *MySQL) observe(ctx context.Context, db database.Database) (state, error) {
 	var st state
 	var err error
 	if st.user, err = m.record(ctx, kindUser, db.Role); err != nil {
@@ -674,19 +674,19 @@ func (m *MySQL) observe(ctx context.Context, db engine.Database) (state, error) 
 // but a name outside its form means a caller's mistake.
 var validName = regexp.MustCompile(`^[a-z0-9_]+$`)
 
-func checkNames(db engine.Database) error {
+func checkNames(db database.Database) error {
 	if !validName.MatchString(db.Name) || len(db.Name) > 64 {
 		return fmt.Errorf("database name %q is not one Orderly makes for MySQL (a-z, 0-9, _, at most 64 characters)", db.Name)
 	}
-	if !validName.MatchString(db.Role) || len(db.Role) > engine.MySQLUserMax {
-		return fmt.Errorf("user name %q is not one Orderly makes for MySQL (a-z, 0-9, _, at most %d characters)", db.Role, engine.MySQLUserMax)
+	if !validName.MatchString(db.Role) || len(db.Role) > database.MySQLUserMax {
+		return fmt.Errorf("user name %q is not one Orderly makes for MySQL (a-z, 0-9, _, at most %d characters)", db.Role, database.MySQLUserMax)
 	}
 	for _, u := range db.Users {
-		if !validName.MatchString(u.Role) || len(u.Role) > engine.MySQLUserMax || !strings.HasPrefix(u.Role, engine.MySQLUserPrefix) {
-			return fmt.Errorf("user name %q is not one Orderly makes for MySQL (%s, then a-z, 0-9, _, at most %d characters)", u.Role, engine.MySQLUserPrefix, engine.MySQLUserMax)
+		if !validName.MatchString(u.Role) || len(u.Role) > database.MySQLUserMax || !strings.HasPrefix(u.Role, database.MySQLUserPrefix) {
+			return fmt.Errorf("user name %q is not one Orderly makes for MySQL (%s, then a-z, 0-9, _, at most %d characters)", u.Role, database.MySQLUserPrefix, database.MySQLUserMax)
 		}
 		switch u.Access {
-		case engine.ReadOnly, engine.ReadWrite:
+		case database.ReadOnly, database.ReadWrite:
 		default:
 			return fmt.Errorf("user %s: access %q is neither ReadOnly nor ReadWrite", u.Name, u.Access)
 		}
@@ -697,13 +697,13 @@ func checkNames(db engine.Database) error {
 // Ensure creates what is missing of db's user and database and grants the user
 // its database. It refuses (ErrNotOwned) a user or database with Orderly's name
 // that Orderly's records do not give to db's owner.
-func (m *MySQL) Ensure(ctx context.Context, db engine.Database) (engine.EnsureResult, error) {
-	var res engine.EnsureResult
+func (m *MySQL) Ensure(ctx context.Context, db database.Database) (database.EnsureResult, error) {
+	var res database.EnsureResult
 	if err := checkNames(db); err != nil {
 		return res, err
 	}
 	if len(db.Extensions) > 0 {
-		return res, fmt.Errorf("%w: %s: MySQL and MariaDB have no extensions", engine.ErrExtension, strings.Join(db.Extensions, ", "))
+		return res, fmt.Errorf("%w: %s: MySQL and MariaDB have no extensions", database.ErrExtension, strings.Join(db.Extensions, ", "))
 	}
 	if err := m.prepare(ctx); err != nil {
 		return res, err
@@ -731,7 +731,7 @@ func (m *MySQL) Ensure(ctx context.Context, db engine.Database) (engine.EnsureRe
 			return res, err
 		}
 		if st.user.owner != db.OwnerUID {
-			return res, fmt.Errorf("user %s %w", db.Role, engine.ErrNotOwned)
+			return res, fmt.Errorf("user %s %w", db.Role, database.ErrNotOwned)
 		}
 	}
 	u := userSpec(db.Role)
@@ -756,11 +756,11 @@ func (m *MySQL) Ensure(ctx context.Context, db engine.Database) (engine.EnsureRe
 			return res, err
 		}
 		if st.db.owner != db.OwnerUID {
-			return res, fmt.Errorf("database %s %w", db.Name, engine.ErrNotOwned)
+			return res, fmt.Errorf("database %s %w", db.Name, database.ErrNotOwned)
 		}
 	}
 	if st.db.state == stateRetained {
-		return res, fmt.Errorf("database %s %w: it was retained and handed to the admin", db.Name, engine.ErrNotOwned)
+		return res, fmt.Errorf("database %s %w: it was retained and handed to the admin", db.Name, database.ErrNotOwned)
 	}
 	if st.dbExists && st.db.state == stateCreating {
 		// Made by Orderly and left unfinished (no user was granted it yet, so it
@@ -796,12 +796,12 @@ func (m *MySQL) Ensure(ctx context.Context, db engine.Database) (engine.EnsureRe
 
 // owned refuses a user or database with db's names that is not db's: one that
 // exists unrecorded, or recorded for another owner.
-func owned(st state, db engine.Database) error {
+func owned(st state, db database.Database) error {
 	switch {
 	case st.user.exists && st.user.owner != db.OwnerUID, !st.user.exists && st.userExists:
-		return fmt.Errorf("user %s %w", db.Role, engine.ErrNotOwned)
+		return fmt.Errorf("user %s %w", db.Role, database.ErrNotOwned)
 	case st.db.exists && st.db.owner != db.OwnerUID, !st.db.exists && st.dbExists:
-		return fmt.Errorf("database %s %w", db.Name, engine.ErrNotOwned)
+		return fmt.Errorf("database %s %w", db.Name, database.ErrNotOwned)
 	}
 	return nil
 }
@@ -814,14 +814,14 @@ func (m *MySQL) flavor(ctx context.Context) (string, error) {
 }
 
 // createDatabase creates db, empty or with a copy of its template's tables.
-func (m *MySQL) createDatabase(ctx context.Context, db engine.Database) error {
+func (m *MySQL) createDatabase(ctx context.Context, db database.Database) error {
 	if db.Template != "" {
 		ok, err := m.databaseExists(ctx, db.Template)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: %s", engine.ErrTemplateMissing, db.Template)
+			return fmt.Errorf("%w: %s", database.ErrTemplateMissing, db.Template)
 		}
 	}
 	err := m.exec(ctx, "creating database", "CREATE DATABASE "+Ident(db.Name)+" CHARACTER SET utf8mb4")
@@ -907,8 +907,8 @@ func queryStrings(ctx context.Context, conn *sql.Conn, q string, args ...any) ([
 // connection to it) and the user. With retain the database is kept, recorded as
 // retained and never dropped by Orderly afterwards; only the user goes. What is not
 // Orderly's is never dropped, and nothing is done on another server.
-func (m *MySQL) Drop(ctx context.Context, db engine.Database, retain bool) (engine.DropResult, error) {
-	var res engine.DropResult
+func (m *MySQL) Drop(ctx context.Context, db database.Database, retain bool) (database.DropResult, error) {
+	var res database.DropResult
 	if err := checkNames(db); err != nil {
 		return res, err
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/testmysql"
 )
 
@@ -35,11 +35,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func server(s *testmysql.Server) engine.Server {
-	return engine.Server{Engine: Kind, Host: s.Host, Port: s.Port, SSLMode: "disable", Username: s.Username, Password: s.Password}
+func server(s *testmysql.Server) database.Server {
+	return database.Server{Engine: Kind, Host: s.Host, Port: s.Port, SSLMode: "disable", Username: s.Username, Password: s.Password}
 }
 
-func connectWith(t *testing.T, c *Connector, s engine.Server) engine.Engine {
+func connectWith(t *testing.T, c *Connector, s database.Server) database.Engine {
 	t.Helper()
 	e, err := c.Connect(context.Background(), Kind, s)
 	if err != nil {
@@ -48,7 +48,7 @@ func connectWith(t *testing.T, c *Connector, s engine.Server) engine.Engine {
 	return e
 }
 
-func connect(t *testing.T) (engine.Engine, *sql.DB) {
+func connect(t *testing.T) (database.Engine, *sql.DB) {
 	t.Helper()
 	c := NewConnector()
 	t.Cleanup(c.Close)
@@ -75,13 +75,13 @@ const (
 	qUser = "SELECT COUNT(*) FROM mysql.user WHERE User = ?"
 )
 
-func newDB(uid string) engine.Database {
-	name, user := engine.NamesFor(Kind, uid)
-	return engine.Database{Name: name, Role: user, OwnerUID: uid, Password: engine.Password(), SetPassword: true}
+func newDB(uid string) database.Database {
+	name, user := database.NamesFor(Kind, uid)
+	return database.Database{Name: name, Role: user, OwnerUID: uid, Password: database.Password(), SetPassword: true}
 }
 
 // asUser opens a session as db's user in its database.
-func asUser(t *testing.T, db engine.Database) *sql.DB {
+func asUser(t *testing.T, db database.Database) *sql.DB {
 	t.Helper()
 	conn, err := testmysql.Open(my.Host, my.Port, db.Role, db.Password, db.Name)
 	if err != nil {
@@ -144,10 +144,10 @@ func TestNeverDropsOrAltersWhatIsNotMarked(t *testing.T) {
 	db := newDB("bbbbbbbb-0000-4000-8000-000000000002")
 	// Someone else's user and database happen to have Orderly's names.
 	mustExec(t, admin, fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY 'theirs'", db.Role))
-	if _, err := e.Ensure(ctx, db); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Ensure(ctx, db); !errors.Is(err, database.ErrNotOwned) {
 		t.Fatalf("Ensure over a foreign user: %v, want ErrNotOwned", err)
 	}
-	if _, err := e.Drop(ctx, db, false); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Drop(ctx, db, false); !errors.Is(err, database.ErrNotOwned) {
 		t.Fatalf("Drop of a foreign user: %v, want ErrNotOwned", err)
 	}
 	if count(t, admin, qUser, db.Role) != 1 {
@@ -161,10 +161,10 @@ func TestNeverDropsOrAltersWhatIsNotMarked(t *testing.T) {
 
 	other := newDB("cccccccc-0000-4000-8000-000000000003")
 	mustExec(t, admin, "CREATE DATABASE "+Ident(other.Name), "CREATE TABLE "+Ident(other.Name)+".theirs (id INT)")
-	if _, err := e.Ensure(ctx, other); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Ensure(ctx, other); !errors.Is(err, database.ErrNotOwned) {
 		t.Fatalf("Ensure over a foreign database: %v, want ErrNotOwned", err)
 	}
-	if _, err := e.Drop(ctx, other, false); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Drop(ctx, other, false); !errors.Is(err, database.ErrNotOwned) {
 		t.Fatalf("Drop of a foreign database: %v, want ErrNotOwned", err)
 	}
 	if count(t, admin, qDB, other.Name) != 1 {
@@ -177,7 +177,7 @@ func TestNeverDropsOrAltersWhatIsNotMarked(t *testing.T) {
 	}
 	impostor := third
 	impostor.OwnerUID = "dddddddd-0000-4000-8000-00000000000b"
-	if _, err := e.Drop(ctx, impostor, false); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Drop(ctx, impostor, false); !errors.Is(err, database.ErrNotOwned) {
 		t.Fatalf("Drop by another owner: %v, want ErrNotOwned", err)
 	}
 	if _, err := e.Drop(ctx, third, false); err != nil {
@@ -269,7 +269,7 @@ func TestRetainKeepsTheDatabaseForTheAdmin(t *testing.T) {
 	if count(t, admin, qDB, db.Name) != 1 {
 		t.Fatal("a released database was dropped")
 	}
-	if _, err := e.Ensure(ctx, db); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Ensure(ctx, db); !errors.Is(err, database.ErrNotOwned) {
 		t.Errorf("Ensure of a retained database: %v, want ErrNotOwned", err)
 	}
 	info, err := e.Info(ctx)
@@ -314,7 +314,7 @@ func TestTemplatesAreCopied(t *testing.T) {
 	}
 	missing := newDB("ffffffff-0000-4000-8000-000000000007")
 	missing.Template = "no_such_db"
-	if _, err := e.Ensure(ctx, missing); !errors.Is(err, engine.ErrTemplateMissing) {
+	if _, err := e.Ensure(ctx, missing); !errors.Is(err, database.ErrTemplateMissing) {
 		t.Fatalf("clone of a missing template: %v, want ErrTemplateMissing", err)
 	}
 	if _, err := e.Drop(ctx, missing, false); err != nil {
@@ -325,11 +325,11 @@ func TestTemplatesAreCopied(t *testing.T) {
 func TestUnreachableIsClassified(t *testing.T) {
 	c := NewConnector()
 	defer c.Close()
-	e, err := c.Connect(context.Background(), Kind, engine.Server{Host: "127.0.0.1", Port: 1, SSLMode: "disable", Username: "x", Password: "secret-password"})
+	e, err := c.Connect(context.Background(), Kind, database.Server{Host: "127.0.0.1", Port: 1, SSLMode: "disable", Username: "x", Password: "secret-password"})
 	if err == nil {
 		_, err = e.Info(context.Background())
 	}
-	if !errors.Is(err, engine.ErrUnreachable) {
+	if !errors.Is(err, database.ErrUnreachable) {
 		t.Fatalf("got %v, want ErrUnreachable", err)
 	}
 	if strings.Contains(err.Error(), "secret-password") {
@@ -368,7 +368,7 @@ func TestPoolIsClosedWhenCredentialsChangeOrServerIsForgotten(t *testing.T) {
 	t.Cleanup(func() { _, _ = admin.Exec("DROP USER IF EXISTS '" + first + "'@'%', '" + other + "'@'%'") })
 	c := NewConnector()
 	t.Cleanup(c.Close)
-	s1 := engine.Server{Name: "shared", Host: my.Host, Port: my.Port, SSLMode: "disable", Username: first, Password: "pw-" + first}
+	s1 := database.Server{Name: "shared", Host: my.Host, Port: my.Port, SSLMode: "disable", Username: first, Password: "pw-" + first}
 	e1 := connectWith(t, c, s1)
 	if _, err := e1.Info(ctx); err != nil {
 		t.Fatal(err)
@@ -440,7 +440,7 @@ func TestUnsupportedIsRefused(t *testing.T) {
 	e, admin := connect(t)
 	db := newDB("acacacac-0000-4000-8000-00000000000c")
 	db.Extensions = []string{"pgcrypto"}
-	if _, err := e.Ensure(ctx, db); !errors.Is(err, engine.ErrExtension) {
+	if _, err := e.Ensure(ctx, db); !errors.Is(err, database.ErrExtension) {
 		t.Errorf("extensions: %v, want ErrExtension", err)
 	}
 	if count(t, admin, qUser, db.Role) != 0 || count(t, admin, qDB, db.Name) != 0 {
@@ -479,7 +479,7 @@ func TestAHungServerEndsEachCallAtItsDeadline(t *testing.T) {
 		if took := time.Since(begin); took > 7*time.Second {
 			t.Errorf("%s took %s", what, took)
 		}
-		if !errors.Is(err, engine.ErrUnreachable) {
+		if !errors.Is(err, database.ErrUnreachable) {
 			t.Errorf("%s = %v, want ErrUnreachable", what, err)
 		}
 		if err != nil && strings.Contains(err.Error(), srv.Username) {
@@ -495,7 +495,7 @@ func TestLoginErrorsDoNotNameTheAdmin(t *testing.T) {
 	s.Password = "wrong-password"
 	e := connectWith(t, c, s)
 	_, err := e.Info(context.Background())
-	if !errors.Is(err, engine.ErrUnreachable) {
+	if !errors.Is(err, database.ErrUnreachable) {
 		t.Fatalf("got %v, want ErrUnreachable", err)
 	}
 	if msg := err.Error(); strings.Contains(msg, my.Username) || strings.Contains(msg, "wrong-password") || !strings.Contains(msg, "1045") {

@@ -10,7 +10,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 func TestQuoting(t *testing.T) {
@@ -35,7 +35,7 @@ func TestNativeHash(t *testing.T) {
 	if got := NativeHash("password"); got != "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19" {
 		t.Errorf("NativeHash = %s", got)
 	}
-	p := engine.Password()
+	p := database.Password()
 	if c := identifiedBy("10.11.19-MariaDB-0+deb12u1", p); strings.Contains(c, p) || !strings.HasPrefix(c, "IDENTIFIED BY PASSWORD '*") {
 		t.Errorf("MariaDB is sent the password itself: %s", c)
 	}
@@ -48,30 +48,30 @@ func TestNativeHash(t *testing.T) {
 // databases at most 64; postgres names are unchanged.
 func TestNamesFitMySQL(t *testing.T) {
 	uid := "5296e397-1b2c-4d5e-8f90-0123456789ab"
-	db, user := engine.NamesFor(Kind, uid)
+	db, user := database.NamesFor(Kind, uid)
 	if db != "orderly_5296e3971b2c4d5e8f900123456789ab" || len(db) > 64 {
 		t.Errorf("database %s", db)
 	}
 	if !strings.HasPrefix(user, "orderly_") || len(user) != 32 {
 		t.Errorf("user %s (%d characters)", user, len(user))
 	}
-	if again, _ := engine.NamesFor(Kind, uid); again != db {
+	if again, _ := database.NamesFor(Kind, uid); again != db {
 		t.Error("names are not deterministic")
 	}
 	// UIDs that share a long prefix get different users.
-	_, u1 := engine.NamesFor(Kind, "a1a1a1a1-0000-4000-8000-000000000011")
-	_, u2 := engine.NamesFor(Kind, "a1a1a1a1-0000-4000-8000-000000000012")
+	_, u1 := database.NamesFor(Kind, "a1a1a1a1-0000-4000-8000-000000000011")
+	_, u2 := database.NamesFor(Kind, "a1a1a1a1-0000-4000-8000-000000000012")
 	if u1 == u2 {
 		t.Errorf("two DevDatabases share the user %s", u1)
 	}
-	pgDB, pgRole := engine.NamesFor("postgres", uid)
-	if wantDB, wantRole := engine.Names(uid); pgDB != wantDB || pgRole != wantRole {
+	pgDB, pgRole := database.NamesFor("postgres", uid)
+	if wantDB, wantRole := database.Names(uid); pgDB != wantDB || pgRole != wantRole {
 		t.Errorf("postgres names changed: %s %s", pgDB, pgRole)
 	}
-	if err := checkNames(engine.Database{Name: db, Role: user}); err != nil {
+	if err := checkNames(database.Database{Name: db, Role: user}); err != nil {
 		t.Error(err)
 	}
-	for _, bad := range []engine.Database{{Name: db, Role: "orderly_5296e3971b2c4d5e8f9001234"}, {Name: "a`b", Role: user}, {Name: strings.Repeat("a", 65), Role: user}} {
+	for _, bad := range []database.Database{{Name: db, Role: "orderly_5296e3971b2c4d5e8f9001234"}, {Name: "a`b", Role: user}, {Name: strings.Repeat("a", 65), Role: user}} {
 		if checkNames(bad) == nil {
 			t.Errorf("names %q/%q accepted", bad.Name, bad.Role)
 		}
@@ -79,24 +79,24 @@ func TestNamesFitMySQL(t *testing.T) {
 }
 
 func TestConnectionData(t *testing.T) {
-	db := engine.Database{Name: "orderly_abc", Role: "orderly_ab", Password: "ABCDEFGHIJKLMNOPQRSTUVWXYZ"}
+	db := database.Database{Name: "orderly_abc", Role: "orderly_ab", Password: "ABCDEFGHIJKLMNOPQRSTUVWXYZ"}
 	for _, tc := range []struct {
-		server                  engine.Server
+		server                  database.Server
 		wantURI, wantJDBC, wDSN string
 	}{
-		{engine.Server{Host: "db.example", Port: 3306},
+		{database.Server{Host: "db.example", Port: 3306},
 			"mysql://orderly_ab:ABCDEFGHIJKLMNOPQRSTUVWXYZ@db.example:3306/orderly_abc?ssl-mode=PREFERRED",
 			"jdbc:mysql://db.example:3306/orderly_abc?password=ABCDEFGHIJKLMNOPQRSTUVWXYZ&sslMode=PREFERRED&user=orderly_ab",
 			"orderly_ab:ABCDEFGHIJKLMNOPQRSTUVWXYZ@tcp(db.example:3306)/orderly_abc?tls=preferred"},
-		{engine.Server{Host: "127.0.0.1", Port: 3307, SSLMode: "disable"},
+		{database.Server{Host: "127.0.0.1", Port: 3307, SSLMode: "disable"},
 			"mysql://orderly_ab:ABCDEFGHIJKLMNOPQRSTUVWXYZ@127.0.0.1:3307/orderly_abc?ssl-mode=DISABLED",
 			"jdbc:mysql://127.0.0.1:3307/orderly_abc?password=ABCDEFGHIJKLMNOPQRSTUVWXYZ&sslMode=DISABLED&user=orderly_ab",
 			"orderly_ab:ABCDEFGHIJKLMNOPQRSTUVWXYZ@tcp(127.0.0.1:3307)/orderly_abc"},
-		{engine.Server{Host: "::1", Port: 3306, SSLMode: "require"},
+		{database.Server{Host: "::1", Port: 3306, SSLMode: "require"},
 			"mysql://orderly_ab:ABCDEFGHIJKLMNOPQRSTUVWXYZ@[::1]:3306/orderly_abc?ssl-mode=REQUIRED",
 			"jdbc:mysql://[::1]:3306/orderly_abc?password=ABCDEFGHIJKLMNOPQRSTUVWXYZ&sslMode=REQUIRED&user=orderly_ab",
 			"orderly_ab:ABCDEFGHIJKLMNOPQRSTUVWXYZ@tcp([::1]:3306)/orderly_abc?tls=skip-verify"},
-		{engine.Server{Host: "db.example", Port: 3306, CACert: []byte("pem")},
+		{database.Server{Host: "db.example", Port: 3306, CACert: []byte("pem")},
 			"mysql://orderly_ab:ABCDEFGHIJKLMNOPQRSTUVWXYZ@db.example:3306/orderly_abc?ssl-mode=VERIFY_IDENTITY",
 			"jdbc:mysql://db.example:3306/orderly_abc?password=ABCDEFGHIJKLMNOPQRSTUVWXYZ&sslMode=VERIFY_IDENTITY&user=orderly_ab",
 			"orderly_ab:ABCDEFGHIJKLMNOPQRSTUVWXYZ@tcp(db.example:3306)/orderly_abc?tls=true"},
@@ -137,7 +137,7 @@ func TestTLSFollowsSSLMode(t *testing.T) {
 		{"verify-ca", true, true, false},
 		{"verify-full", true, true, false},
 	} {
-		c, fallback, err := tlsConfig(engine.Server{Host: "db.example", SSLMode: tc.mode})
+		c, fallback, err := tlsConfig(database.Server{Host: "db.example", SSLMode: tc.mode})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,11 +149,11 @@ func TestTLSFollowsSSLMode(t *testing.T) {
 			t.Errorf("%s: verifies %v", tc.mode, !tc.wantVerify)
 		}
 	}
-	c, _, _ := tlsConfig(engine.Server{Host: "db.example", SSLMode: "verify-full"})
+	c, _, _ := tlsConfig(database.Server{Host: "db.example", SSLMode: "verify-full"})
 	if c.ServerName != "db.example" || c.InsecureSkipVerify {
 		t.Errorf("verify-full does not check the host: %+v", c)
 	}
-	if _, _, err := tlsConfig(engine.Server{Host: "db.example", CACert: []byte("not pem")}); !errors.Is(err, engine.ErrCredentials) {
+	if _, _, err := tlsConfig(database.Server{Host: "db.example", CACert: []byte("not pem")}); !errors.Is(err, database.ErrCredentials) {
 		t.Errorf("a CA that is no certificate: %v", err)
 	}
 }
@@ -166,12 +166,12 @@ func TestClassify(t *testing.T) {
 		err  error
 		want error
 	}{
-		{&gomysql.MySQLError{Number: 1045, Message: "Access denied for user 'platform_admin'@'10.0.0.1' (using password: YES)"}, engine.ErrUnreachable},
-		{&gomysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded; try restarting transaction"}, engine.ErrTimeout},
-		{&gomysql.MySQLError{Number: 1969, Message: "Query execution was interrupted (max_statement_time exceeded)"}, engine.ErrTimeout},
+		{&gomysql.MySQLError{Number: 1045, Message: "Access denied for user 'platform_admin'@'10.0.0.1' (using password: YES)"}, database.ErrUnreachable},
+		{&gomysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded; try restarting transaction"}, database.ErrTimeout},
+		{&gomysql.MySQLError{Number: 1969, Message: "Query execution was interrupted (max_statement_time exceeded)"}, database.ErrTimeout},
 		{&gomysql.MySQLError{Number: 1227, Message: "Access denied; you need (at least one of) the SUPER privilege(s) for this operation: platform_admin"}, nil},
-		{context.DeadlineExceeded, engine.ErrUnreachable},
-		{gomysql.ErrInvalidConn, engine.ErrUnreachable},
+		{context.DeadlineExceeded, database.ErrUnreachable},
+		{gomysql.ErrInvalidConn, database.ErrUnreachable},
 	} {
 		got := classify(tc.err, "doing", admin, DefaultTimeouts)
 		if tc.want != nil && !errors.Is(got, tc.want) {
@@ -188,18 +188,18 @@ func TestClassify(t *testing.T) {
 func TestEnginesDispatch(t *testing.T) {
 	c := NewConnector()
 	defer c.Close()
-	engines := engine.Engines{Kind: c}
-	if _, err := engines.Connect(context.Background(), "postgres", engine.Server{}); !errors.Is(err, engine.ErrEngineUnsupported) || !strings.Contains(err.Error(), "mysql") {
+	engines := database.Engines{Kind: c}
+	if _, err := engines.Connect(context.Background(), "postgres", database.Server{}); !errors.Is(err, database.ErrEngineUnsupported) || !strings.Contains(err.Error(), "mysql") {
 		t.Errorf("postgres on a mysql-only manager: %v", err)
 	}
-	e, err := engines.Connect(context.Background(), Kind, engine.Server{Name: "a", Host: "127.0.0.1", Port: 1})
+	e, err := engines.Connect(context.Background(), Kind, database.Server{Name: "a", Host: "127.0.0.1", Port: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := e.(*MySQL); !ok {
 		t.Errorf("got %T", e)
 	}
-	if _, err := c.Connect(context.Background(), "postgres", engine.Server{}); !errors.Is(err, engine.ErrEngineUnsupported) {
+	if _, err := c.Connect(context.Background(), "postgres", database.Server{}); !errors.Is(err, database.ErrEngineUnsupported) {
 		t.Errorf("the mysql connector took postgres: %v", err)
 	}
 }
@@ -208,22 +208,22 @@ func TestEnginesDispatch(t *testing.T) {
 // differ between DevDatabases and between users, and give back the user's name.
 func TestExtraUserNames(t *testing.T) {
 	uid := "5296e397-1b2c-4d5e-8f90-0123456789ab"
-	_, main := engine.NamesFor(Kind, uid)
-	long := engine.UserRoleFor(Kind, uid, "a-long-name-16ch")
-	if len(long) != engine.MySQLUserMax || !strings.HasPrefix(long, engine.MySQLUserPrefix) || strings.HasPrefix(long, "orderly_") {
+	_, main := database.NamesFor(Kind, uid)
+	long := database.UserRoleFor(Kind, uid, "a-long-name-16ch")
+	if len(long) != database.MySQLUserMax || !strings.HasPrefix(long, database.MySQLUserPrefix) || strings.HasPrefix(long, "orderly_") {
 		t.Errorf("user %s (%d characters)", long, len(long))
 	}
 	if userNameOf(long) != "a-long-name-16ch" {
 		t.Errorf("userNameOf(%s) = %s", long, userNameOf(long))
 	}
-	other := engine.UserRoleFor(Kind, "5296e397-1b2c-4d5e-8f90-0123456789ac", "a-long-name-16ch")
-	if other == long || long == main || engine.UserRoleFor(Kind, uid, "b") == engine.UserRoleFor(Kind, uid, "c") {
+	other := database.UserRoleFor(Kind, "5296e397-1b2c-4d5e-8f90-0123456789ac", "a-long-name-16ch")
+	if other == long || long == main || database.UserRoleFor(Kind, uid, "b") == database.UserRoleFor(Kind, uid, "c") {
 		t.Error("two users share a name")
 	}
-	if pg := engine.UserRoleFor("postgres", uid, "app-ro"); pg != engine.UserRole(uid, "app-ro") {
+	if pg := database.UserRoleFor("postgres", uid, "app-ro"); pg != database.UserRole(uid, "app-ro") {
 		t.Errorf("postgres user names changed: %s", pg)
 	}
-	db := engine.Database{Name: "orderly_x", Role: main, Users: []engine.User{{Name: "a-long-name-16ch", Role: long, Access: engine.ReadOnly}}}
+	db := database.Database{Name: "orderly_x", Role: main, Users: []database.User{{Name: "a-long-name-16ch", Role: long, Access: database.ReadOnly}}}
 	if err := checkNames(db); err != nil {
 		t.Error(err)
 	}

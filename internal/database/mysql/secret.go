@@ -8,7 +8,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 // sslModes maps libpq's sslmode (the DatabaseServer's) onto MySQL's ssl-mode (the
@@ -28,7 +28,7 @@ var sslModes = map[string]struct{ mysql, goTLS string }{
 // With verify-ca or verify-full the Go DSN says tls=true, which checks the server
 // against the system's CAs: with a private CA (ca.crt), register a TLS config
 // under a name of your own (mysql.RegisterTLSConfig) and use tls=<name>.
-func ConnectionData(srv engine.Server, db engine.Database) map[string][]byte {
+func ConnectionData(srv database.Server, db database.Database) map[string][]byte {
 	port := strconv.Itoa(int(srv.Port))
 	hostPort := net.JoinHostPort(srv.Host, port)
 	mode, ok := sslModes[srv.EffectiveSSLMode()]

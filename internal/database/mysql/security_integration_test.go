@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/testmysql"
 )
 
@@ -22,7 +22,7 @@ func TestTheUserReachesOnlyItsOwnDatabase(t *testing.T) {
 	ctx := context.Background()
 	e, admin := connect(t)
 	mine, theirs := newDB("a1a1a1a1-0000-4000-8000-000000000011"), newDB("a1a1a1a1-0000-4000-8000-000000000012")
-	for _, db := range []engine.Database{mine, theirs} {
+	for _, db := range []database.Database{mine, theirs} {
 		if _, err := e.Ensure(ctx, db); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestTheUserReachesOnlyItsOwnDatabase(t *testing.T) {
 	if n := count(t, admin, "SELECT COUNT(*) FROM orderly.owners WHERE name = ? AND state = 'ready' AND owner_uid = ?", mine.Name, mine.OwnerUID); n != 1 {
 		t.Error("the ownership record changed")
 	}
-	for _, db := range []engine.Database{mine, theirs} {
+	for _, db := range []database.Database{mine, theirs} {
 		if _, err := e.Drop(ctx, db, false); err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +105,7 @@ func TestPasswordsNeverReachTheServersLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := db.Password
-	db.Password = engine.Password()
+	db.Password = database.Password()
 	if _, err := e.Ensure(ctx, db); err != nil {
 		t.Fatal(err)
 	}
@@ -147,10 +147,10 @@ func TestNothingIsDoneOnAnotherServer(t *testing.T) {
 	elsewhere := db
 	elsewhere.ServerID = "00000000-0000-0000-0000-000000000000"
 	elsewhere.SetPassword = false
-	if _, err := e.Ensure(ctx, elsewhere); !errors.Is(err, engine.ErrServerChanged) {
+	if _, err := e.Ensure(ctx, elsewhere); !errors.Is(err, database.ErrServerChanged) {
 		t.Errorf("Ensure on another server: %v", err)
 	}
-	if _, err := e.Drop(ctx, elsewhere, false); !errors.Is(err, engine.ErrServerChanged) {
+	if _, err := e.Drop(ctx, elsewhere, false); !errors.Is(err, database.ErrServerChanged) {
 		t.Errorf("Drop on another server: %v", err)
 	}
 	if count(t, admin, qDB, db.Name) != 1 {
@@ -194,7 +194,7 @@ func TestLockWaitsEndAtTheLockTimeout(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("Drop waited %s for the lock", took)
 	}
-	if !errors.Is(err, engine.ErrTimeout) || !strings.Contains(err.Error(), "lock") {
+	if !errors.Is(err, database.ErrTimeout) || !strings.Contains(err.Error(), "lock") {
 		t.Errorf("Drop = %v, want ErrTimeout about a lock", err)
 	}
 	_ = tx.Rollback()

@@ -6,7 +6,7 @@ import (
 	"context"
 	"testing"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/testmysql"
 	"orderly.dev/orderly/internal/testtls"
 )
@@ -26,10 +26,10 @@ func TestTLSWithTheServersCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := engine.Server{Engine: Kind, Host: srv.Host, Port: srv.Port, Username: srv.Username, Password: srv.Password}
-	for name, s := range map[string]engine.Server{
-		"no TLS":     func() engine.Server { s := base; s.SSLMode = "disable"; return s }(),
-		"another CA": func() engine.Server { s := base; s.CACert = otherCA; return s }(),
+	base := database.Server{Engine: Kind, Host: srv.Host, Port: srv.Port, Username: srv.Username, Password: srv.Password}
+	for name, s := range map[string]database.Server{
+		"no TLS":     func() database.Server { s := base; s.SSLMode = "disable"; return s }(),
+		"another CA": func() database.Server { s := base; s.CACert = otherCA; return s }(),
 	} {
 		c := NewConnector()
 		e := connectWith(t, c, s)

@@ -6,11 +6,11 @@ import (
 	"slices"
 	"strings"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 // A DevDatabase's extra users (spec.users) are MySQL users named by
-// engine.UserRoleFor (ou_<12 hex of the uid's hash>_<name>), made by the admin and
+// database.UserRoleFor (ou_<12 hex of the uid's hash>_<name>), made by the admin and
 // recorded, like the main user, in orderly.owners (kind user, the DevDatabase's
 // uid) before they are created, so that a user with such a name and no record is
 // someone else's and is never altered or dropped. The record's state is "creating"
@@ -38,8 +38,8 @@ const stateUserCreating = "creating"
 const errNoSuchGrant = 1141
 
 // privileges are what each access is granted on the database.
-func privileges(a engine.Access) string {
-	if a == engine.ReadWrite {
+func privileges(a database.Access) string {
+	if a == database.ReadWrite {
 		return "SELECT, INSERT, UPDATE, DELETE, SHOW VIEW"
 	}
 	return "SELECT, SHOW VIEW"
@@ -47,7 +47,7 @@ func privileges(a engine.Access) string {
 
 // userNameOf is the spec.users name of an extra user's role (UserRoleFor backwards).
 func userNameOf(role string) string {
-	rest := strings.TrimPrefix(role, engine.MySQLUserPrefix)
+	rest := strings.TrimPrefix(role, database.MySQLUserPrefix)
 	if _, name, ok := strings.Cut(rest, "_"); ok {
 		return strings.ReplaceAll(name, "_", "-")
 	}
@@ -55,7 +55,7 @@ func userNameOf(role string) string {
 }
 
 // extraUsers lists the records of db's owner's extra users: role to state.
-func (m *MySQL) extraUsers(ctx context.Context, db engine.Database) (map[string]string, error) {
+func (m *MySQL) extraUsers(ctx context.Context, db database.Database) (map[string]string, error) {
 	qctx, cancel := m.deadline(ctx, 1)
 	defer cancel()
 	rows, err := m.pool.db.QueryContext(qctx, "SELECT name, state FROM "+Ident(Schema)+".owners WHERE kind = ? AND owner_uid = ? AND name <> ?",
@@ -77,7 +77,7 @@ func (m *MySQL) extraUsers(ctx context.Context, db engine.Database) (map[string]
 
 // ensureUsers makes db's extra users exactly db.Users and returns the names of
 // those it dropped. Called once db's database is granted to its main user.
-func (m *MySQL) ensureUsers(ctx context.Context, db engine.Database) ([]string, error) {
+func (m *MySQL) ensureUsers(ctx context.Context, db database.Database) ([]string, error) {
 	have, err := m.extraUsers(ctx, db)
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func (m *MySQL) ensureUsers(ctx context.Context, db engine.Database) ([]string, 
 }
 
 // ensureUser records, creates, keeps the password of and grants one extra user.
-func (m *MySQL) ensureUser(ctx context.Context, db engine.Database, u engine.User) error {
+func (m *MySQL) ensureUser(ctx context.Context, db database.Database, u database.User) error {
 	rec, err := m.record(ctx, kindUser, u.Role)
 	if err != nil {
 		return err
@@ -121,13 +121,13 @@ func (m *MySQL) ensureUser(ctx context.Context, db engine.Database, u engine.Use
 	}
 	switch {
 	case rec.exists && rec.owner != db.OwnerUID, !rec.exists && exists:
-		return fmt.Errorf("user %s %w", u.Role, engine.ErrNotOwned)
+		return fmt.Errorf("user %s %w", u.Role, database.ErrNotOwned)
 	case !rec.exists:
 		if rec, err = m.claim(ctx, kindUser, u.Role, db.OwnerUID, stateUserCreating); err != nil {
 			return err
 		}
 		if rec.owner != db.OwnerUID {
-			return fmt.Errorf("user %s %w", u.Role, engine.ErrNotOwned)
+			return fmt.Errorf("user %s %w", u.Role, database.ErrNotOwned)
 		}
 	}
 	spec := userSpec(u.Role)
@@ -169,7 +169,7 @@ func (m *MySQL) ensureUser(ctx context.Context, db engine.Database, u engine.Use
 // dropUsers drops the extra users roles of db's owner (all those recorded when
 // roles is nil): each locked, its sessions killed, dropped, its record removed.
 // It returns the sessions it ended.
-func (m *MySQL) dropUsers(ctx context.Context, db engine.Database, roles []string) (int, error) {
+func (m *MySQL) dropUsers(ctx context.Context, db database.Database, roles []string) (int, error) {
 	if roles == nil {
 		have, err := m.extraUsers(ctx, db)
 		if err != nil {

@@ -9,22 +9,22 @@ import (
 	"slices"
 	"testing"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/testmysql"
 )
 
-func withUsers(db engine.Database, users ...engine.User) engine.Database {
+func withUsers(db database.Database, users ...database.User) database.Database {
 	for i := range users {
-		users[i].Role = engine.UserRoleFor(Kind, db.OwnerUID, users[i].Name)
+		users[i].Role = database.UserRoleFor(Kind, db.OwnerUID, users[i].Name)
 		if users[i].Password == "" {
-			users[i].Password, users[i].SetPassword = engine.Password(), true
+			users[i].Password, users[i].SetPassword = database.Password(), true
 		}
 	}
 	db.Users = users
 	return db
 }
 
-func asExtra(t *testing.T, db engine.Database, u engine.User) *sql.DB {
+func asExtra(t *testing.T, db database.Database, u database.User) *sql.DB {
 	t.Helper()
 	conn, err := testmysql.Open(my.Host, my.Port, u.Role, u.Password, db.Name)
 	if err != nil {
@@ -45,7 +45,7 @@ func TestExtraUsersGetTheirAccessOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := withUsers(newDB("a4a4a4a4-0000-4000-8000-000000000001"),
-		engine.User{Name: "app-ro", Access: engine.ReadOnly}, engine.User{Name: "writer", Access: engine.ReadWrite})
+		database.User{Name: "app-ro", Access: database.ReadOnly}, database.User{Name: "writer", Access: database.ReadWrite})
 	if _, err := e.Ensure(ctx, db); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestExtraUsersGetTheirAccessOnly(t *testing.T) {
 	// ReadOnly becomes ReadWrite, ReadWrite becomes ReadOnly. MySQL gives a session
 	// the new database privileges at its next USE only, so the users' sessions are
 	// ended: none keeps the old access.
-	db.Users[0].Access, db.Users[1].Access = engine.ReadWrite, engine.ReadOnly
+	db.Users[0].Access, db.Users[1].Access = database.ReadWrite, database.ReadOnly
 	db.Users[0].SetPassword, db.Users[1].SetPassword = false, false
 	if _, err := e.Ensure(ctx, db); err != nil {
 		t.Fatal(err)
@@ -130,10 +130,10 @@ func TestExtraUsersGetTheirAccessOnly(t *testing.T) {
 func TestExtraUsersNotOursAreLeftAlone(t *testing.T) {
 	ctx := context.Background()
 	e, admin := connect(t)
-	db := withUsers(newDB("a4a4a4a4-0000-4000-8000-000000000003"), engine.User{Name: "reader", Access: engine.ReadOnly})
+	db := withUsers(newDB("a4a4a4a4-0000-4000-8000-000000000003"), database.User{Name: "reader", Access: database.ReadOnly})
 	mustExec(t, admin, "CREATE USER '"+db.Users[0].Role+"'@'%' IDENTIFIED BY 'theirs'")
 	t.Cleanup(func() { _, _ = admin.Exec("DROP USER IF EXISTS '" + db.Users[0].Role + "'@'%'") })
-	if _, err := e.Ensure(ctx, db); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Ensure(ctx, db); !errors.Is(err, database.ErrNotOwned) {
 		t.Fatalf("Ensure over someone else's user: %v, want ErrNotOwned", err)
 	}
 	c, err := testmysql.Open(my.Host, my.Port, db.Users[0].Role, "theirs", "")
@@ -151,7 +151,7 @@ func TestExtraUsersNotOursAreLeftAlone(t *testing.T) {
 		t.Error("Drop dropped someone else's user")
 	}
 
-	kept := withUsers(newDB("a4a4a4a4-0000-4000-8000-000000000004"), engine.User{Name: "reader", Access: engine.ReadOnly})
+	kept := withUsers(newDB("a4a4a4a4-0000-4000-8000-000000000004"), database.User{Name: "reader", Access: database.ReadOnly})
 	if _, err := e.Ensure(ctx, kept); err != nil {
 		t.Fatal(err)
 	}

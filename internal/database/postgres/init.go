@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 // Init runs a DevDatabase's init SQL in its database, logged in as its main role
@@ -18,7 +18,7 @@ import (
 // should the SQL lower or lift it, Orderly still gives up at Init plus Grace and
 // cancels the statement. The session's search_path is the database's, as the
 // tenant's own sessions have it.
-func (p *Postgres) Init(ctx context.Context, db engine.Database, sql string, begun func(txn string) error) error {
+func (p *Postgres) Init(ctx context.Context, db database.Database, sql string, begun func(txn string) error) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeouts.Init+p.timeouts.Grace)
 	defer cancel()
 	conn, err := p.connectAsOwner(ctx, db, p.timeouts.Init, true)
@@ -62,10 +62,10 @@ func initError(err error, sql string, t Timeouts) error {
 		if line := lineAt(sql, int(pgErr.Position)); line > 0 {
 			msg += fmt.Sprintf(" at line %d", line)
 		}
-		return fmt.Errorf("%w: %s", engine.ErrInit, msg)
+		return fmt.Errorf("%w: %s", database.ErrInit, msg)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: it ran longer than %s and was cancelled", engine.ErrInit, t.Init)
+		return fmt.Errorf("%w: it ran longer than %s and was cancelled", database.ErrInit, t.Init)
 	}
 	return classify(err, "running the init SQL", t)
 }
@@ -90,9 +90,9 @@ func lineAt(sql string, position int) int {
 }
 
 // InitOutcome asks the server what became of the init transaction txn.
-func (p *Postgres) InitOutcome(ctx context.Context, txn string) (engine.TxnState, error) {
+func (p *Postgres) InitOutcome(ctx context.Context, txn string) (database.TxnState, error) {
 	if txn == "" {
-		return engine.TxnUnknown, nil
+		return database.TxnUnknown, nil
 	}
 	qctx, cancel := p.deadline(ctx, 1)
 	defer cancel()
@@ -102,23 +102,23 @@ func (p *Postgres) InitOutcome(ctx context.Context, txn string) (engine.TxnState
 	if errors.As(err, &pgErr) && !strings28or08(pgErr.Code) {
 		// A transaction id from the future (another server, one restored from a
 		// backup) or not one at all.
-		return engine.TxnUnknown, nil
+		return database.TxnUnknown, nil
 	}
 	if err != nil {
-		return engine.TxnUnknown, p.classify(err, "asking the outcome of the init transaction")
+		return database.TxnUnknown, p.classify(err, "asking the outcome of the init transaction")
 	}
 	if st == nil {
-		return engine.TxnUnknown, nil
+		return database.TxnUnknown, nil
 	}
 	switch *st {
 	case "committed":
-		return engine.TxnCommitted, nil
+		return database.TxnCommitted, nil
 	case "aborted":
-		return engine.TxnAborted, nil
+		return database.TxnAborted, nil
 	case "in progress":
-		return engine.TxnInProgress, nil
+		return database.TxnInProgress, nil
 	}
-	return engine.TxnUnknown, nil
+	return database.TxnUnknown, nil
 }
 
 // strings28or08 says whether a SQLSTATE is a login or connection failure.

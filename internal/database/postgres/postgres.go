@@ -42,7 +42,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 // markerPrefix starts the comment that marks a database or role as Orderly's; the
@@ -184,7 +184,7 @@ func (c *Connector) closeLater(p *pool) { c.closing.Go(p.Close) }
 
 // ConnString builds a libpq keyword/value connection string; values are quoted. The
 // sslmode is the server's effective one (verify-full with a CA).
-func ConnString(s engine.Server, database string) string {
+func ConnString(s database.Server, database string) string {
 	q := func(v string) string {
 		return "'" + strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), `'`, `\'`) + "'"
 	}
@@ -194,7 +194,7 @@ func ConnString(s engine.Server, database string) string {
 
 // settings identifies what a pool was made with: the connection string, the CA and
 // the timeouts.
-func settings(s engine.Server, t Timeouts) string {
+func settings(s database.Server, t Timeouts) string {
 	ca := sha256.Sum256(s.CACert)
 	return fmt.Sprintf("%s ca=%s timeouts=%v", ConnString(s, "postgres"), hex.EncodeToString(ca[:]), t)
 }
@@ -202,7 +202,7 @@ func settings(s engine.Server, t Timeouts) string {
 // tune gives an admin connection its safe session: the pinned search_path and the
 // server-side timeouts, sent at connection start (where no database or role setting
 // overrides them), and the CA to verify the server with.
-func tune(cc *pgconn.Config, s engine.Server, t Timeouts, statement time.Duration) error {
+func tune(cc *pgconn.Config, s database.Server, t Timeouts, statement time.Duration) error {
 	if cc.RuntimeParams == nil {
 		cc.RuntimeParams = map[string]string{}
 	}
@@ -216,7 +216,7 @@ func tune(cc *pgconn.Config, s engine.Server, t Timeouts, statement time.Duratio
 	}
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(s.CACert) {
-		return fmt.Errorf("%w: the CA Secret holds no PEM certificate", engine.ErrCredentials)
+		return fmt.Errorf("%w: the CA Secret holds no PEM certificate", database.ErrCredentials)
 	}
 	if cc.TLSConfig != nil {
 		cc.TLSConfig.RootCAs = roots
@@ -230,7 +230,7 @@ func tune(cc *pgconn.Config, s engine.Server, t Timeouts, statement time.Duratio
 }
 
 // Connect returns the engine for s, reusing its pool while s is unchanged.
-func (c *Connector) Connect(ctx context.Context, kind string, s engine.Server) (engine.Engine, error) {
+func (c *Connector) Connect(ctx context.Context, kind string, s database.Server) (database.Engine, error) {
 	if kind != "" && kind != "postgres" {
 		return nil, fmt.Errorf("engine %q is not supported", kind)
 	}
@@ -267,7 +267,7 @@ func (c *Connector) Connect(ctx context.Context, kind string, s engine.Server) (
 	cfg.MaxConnIdleTime = time.Minute
 	p, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", engine.ErrUnreachable, safeError(err))
+		return nil, fmt.Errorf("%w: %s", database.ErrUnreachable, safeError(err))
 	}
 	if c.pools == nil {
 		c.pools = map[string]*pool{}
@@ -279,11 +279,11 @@ func (c *Connector) Connect(ctx context.Context, kind string, s engine.Server) (
 // Postgres is the engine for one PostgreSQL server.
 type Postgres struct {
 	pool     *pgxpool.Pool
-	server   engine.Server
+	server   database.Server
 	timeouts Timeouts
 }
 
-var _ engine.Engine = (*Postgres)(nil)
+var _ database.Engine = (*Postgres)(nil)
 
 func ident(s string) string { return pgx.Identifier{s}.Sanitize() }
 
@@ -351,21 +351,21 @@ func classify(err error, what string, t Timeouts) error {
 		switch {
 		// Authentication and connection-exception classes mean the admin cannot work.
 		case strings.HasPrefix(pgErr.Code, "28") || strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P03":
-			return fmt.Errorf("%w: %s: %s", engine.ErrUnreachable, what, safeError(err))
+			return fmt.Errorf("%w: %s: %s", database.ErrUnreachable, what, safeError(err))
 		case pgErr.Code == codeLockNotAvailable:
-			return fmt.Errorf("%w: %s: another session holds a lock it needs (waited %s): %s", engine.ErrTimeout, what, t.Lock, safeError(err))
+			return fmt.Errorf("%w: %s: another session holds a lock it needs (waited %s): %s", database.ErrTimeout, what, t.Lock, safeError(err))
 		case pgErr.Code == codeQueryCanceled || pgErr.Code == codeIdleInTransactionTO:
-			return fmt.Errorf("%w: %s: %s", engine.ErrTimeout, what, safeError(err))
+			return fmt.Errorf("%w: %s: %s", database.ErrTimeout, what, safeError(err))
 		}
 		return fmt.Errorf("%s: %s", what, safeError(err))
 	}
 	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
-		return fmt.Errorf("%w: %s: the server did not answer in time", engine.ErrUnreachable, what)
+		return fmt.Errorf("%w: %s: the server did not answer in time", database.ErrUnreachable, what)
 	}
 	var connErr *pgconn.ConnectError
 	var netErr net.Error
 	if pgconn.SafeToRetry(err) || errors.As(err, &connErr) || errors.As(err, &netErr) {
-		return fmt.Errorf("%w: %s: %s", engine.ErrUnreachable, what, safeError(err))
+		return fmt.Errorf("%w: %s: %s", database.ErrUnreachable, what, safeError(err))
 	}
 	return fmt.Errorf("%s: %s", what, safeError(err))
 }
@@ -386,14 +386,14 @@ func (p *Postgres) identity(ctx context.Context) (string, error) {
 // sameServer refuses work on a server that is not the one the database was made on.
 func sameServer(want, got string) error {
 	if want != "" && got != "" && want != got {
-		return fmt.Errorf("%w: it was created on server %s, and the server now answering is %s", engine.ErrServerChanged, want, got)
+		return fmt.Errorf("%w: it was created on server %s, and the server now answering is %s", database.ErrServerChanged, want, got)
 	}
 	return nil
 }
 
 // Info reports the server's version, identity and how many databases Orderly owns there.
-func (p *Postgres) Info(ctx context.Context) (engine.Info, error) {
-	var info engine.Info
+func (p *Postgres) Info(ctx context.Context) (database.Info, error) {
+	var info database.Info
 	var n int64
 	qctx, cancel := p.deadline(ctx, 1)
 	defer cancel()
@@ -481,14 +481,14 @@ const (
 
 // roleMarked says whether the role is marked as db's (the role cannot comment on
 // itself: that needs CREATEROLE).
-func roleMarked(role roleState, db engine.Database) bool {
+func roleMarked(role roleState, db database.Database) bool {
 	return role.exists && (role.comment == Marker(db.OwnerUID) || role.comment == creatingMarker(db.OwnerUID))
 }
 
 // judge decides who a database belongs to from what the role cannot write: the
 // database's owner, the role's marker, and the database's comment only when the
 // role does not own the database (only the owner may comment on it).
-func judge(st databaseState, role roleState, db engine.Database) ownership {
+func judge(st databaseState, role roleState, db database.Database) ownership {
 	switch {
 	case st.owner == db.Role && roleMarked(role, db):
 		return legacy
@@ -523,7 +523,7 @@ func sameValidity(have *time.Time, t time.Time) bool {
 // Ensure creates what is missing of db's role and database, prepares a new database
 // (privileges, public schema, extensions), takes over a database made by an
 // earlier version, and makes the database's extra users db.Users.
-func (p *Postgres) Ensure(ctx context.Context, db engine.Database) (engine.EnsureResult, error) {
+func (p *Postgres) Ensure(ctx context.Context, db database.Database) (database.EnsureResult, error) {
 	res, err := p.ensureDatabase(ctx, db)
 	if err != nil {
 		return res, err
@@ -533,8 +533,8 @@ func (p *Postgres) Ensure(ctx context.Context, db engine.Database) (engine.Ensur
 }
 
 // ensureDatabase is Ensure's database and main role.
-func (p *Postgres) ensureDatabase(ctx context.Context, db engine.Database) (engine.EnsureResult, error) {
-	var res engine.EnsureResult
+func (p *Postgres) ensureDatabase(ctx context.Context, db database.Database) (database.EnsureResult, error) {
+	var res database.EnsureResult
 	id, err := p.identity(ctx)
 	if err != nil {
 		return res, err
@@ -548,7 +548,7 @@ func (p *Postgres) ensureDatabase(ctx context.Context, db engine.Database) (engi
 		return res, err
 	}
 	if role.exists && !roleMarked(role, db) {
-		return res, fmt.Errorf("role %s %w", db.Role, engine.ErrNotOwned)
+		return res, fmt.Errorf("role %s %w", db.Role, database.ErrNotOwned)
 	}
 	st, err := p.database(ctx, db.Name)
 	if err != nil {
@@ -620,7 +620,7 @@ func (p *Postgres) ensureDatabase(ctx context.Context, db engine.Database) (engi
 			return res, err
 		}
 	default:
-		return res, fmt.Errorf("database %s %w", db.Name, engine.ErrNotOwned)
+		return res, fmt.Errorf("database %s %w", db.Name, database.ErrNotOwned)
 	}
 	// Marked last, both in one transaction: a marked database is a prepared one.
 	return res, p.exec(ctx, 2, "marking database", "COMMENT ON DATABASE "+ident(db.Name)+" IS "+literal(Marker(db.OwnerUID))+
@@ -629,7 +629,7 @@ func (p *Postgres) ensureDatabase(ctx context.Context, db engine.Database) (engi
 
 // createDatabase creates db owned by the admin, with no access for PUBLIC. A clone
 // runs on a connection of its own with the longer Clone timeout.
-func (p *Postgres) createDatabase(ctx context.Context, db engine.Database) error {
+func (p *Postgres) createDatabase(ctx context.Context, db database.Database) error {
 	stmt := "CREATE DATABASE " + ident(db.Name)
 	var err error
 	if db.Template == "" {
@@ -643,9 +643,9 @@ func (p *Postgres) createDatabase(ctx context.Context, db engine.Database) error
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case codeObjectInUse:
-			return fmt.Errorf("%w: %s", engine.ErrTemplateInUse, pgErr.Message)
+			return fmt.Errorf("%w: %s", database.ErrTemplateInUse, pgErr.Message)
 		case codeInvalidCatalogName:
-			return fmt.Errorf("%w: %s", engine.ErrTemplateMissing, pgErr.Message)
+			return fmt.Errorf("%w: %s", database.ErrTemplateMissing, pgErr.Message)
 		case codeDuplicateDatabase:
 			// Created meanwhile by another reconcile of the same DevDatabase.
 			err = nil
@@ -739,7 +739,7 @@ func (p *Postgres) publicOwnership(ctx context.Context, conn *pgx.Conn, role str
 // prepare makes a database Orderly created ready for its role, in one transaction
 // inside it: privileges on a clone's objects, the public schema, the extensions, and
 // the role's access to the database.
-func (p *Postgres) prepare(ctx context.Context, db engine.Database) error {
+func (p *Postgres) prepare(ctx context.Context, db database.Database) error {
 	r := ident(db.Role)
 	return p.inside(ctx, db.Name, "preparing the database", func(ctx context.Context, conn *pgx.Conn) ([]string, error) {
 		var stmts []string
@@ -787,7 +787,7 @@ func (p *Postgres) prepare(ctx context.Context, db engine.Database) error {
 // which the role may use and not write (an extension whose control file fixes its
 // schema goes there instead), and puts that schema on the database's search_path
 // for the role's sessions. The admin's own sessions ignore that setting.
-func (p *Postgres) extensionStatements(ctx context.Context, conn *pgx.Conn, db engine.Database) ([]string, error) {
+func (p *Postgres) extensionStatements(ctx context.Context, conn *pgx.Conn, db database.Database) ([]string, error) {
 	r, x := ident(db.Role), ident(ExtensionsSchema)
 	stmts := []string{
 		"CREATE SCHEMA IF NOT EXISTS " + x,
@@ -801,7 +801,7 @@ func (p *Postgres) extensionStatements(ctx context.Context, conn *pgx.Conn, db e
 		err := conn.QueryRow(ctx, `SELECT v.schema::text FROM pg_available_extension_versions v
 			JOIN pg_available_extensions a ON a.name = v.name AND a.default_version = v.version WHERE v.name = $1`, name).Scan(&fixed)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("%w: %s: it is not available on the server", engine.ErrExtension, name)
+			return nil, fmt.Errorf("%w: %s: it is not available on the server", database.ErrExtension, name)
 		}
 		if err != nil {
 			return nil, p.classify(err, "looking up extension "+name)
@@ -819,7 +819,7 @@ func (p *Postgres) extensionStatements(ctx context.Context, conn *pgx.Conn, db e
 // today's form: owned by the admin, the role's settings on it reset (they would
 // apply to the admin's sessions too), the role granted what it had as the owner,
 // and its public schema given back to it.
-func (p *Postgres) takeOver(ctx context.Context, db engine.Database) error {
+func (p *Postgres) takeOver(ctx context.Context, db database.Database) error {
 	d, r := ident(db.Name), ident(db.Role)
 	if err := p.exec(ctx, 4, "taking over a database made by an earlier version",
 		"ALTER DATABASE "+d+" OWNER TO CURRENT_USER; ALTER DATABASE "+d+" RESET ALL; REVOKE ALL ON DATABASE "+d+" FROM PUBLIC; "+
@@ -835,8 +835,8 @@ func (p *Postgres) takeOver(ctx context.Context, db engine.Database) error {
 // with retain hands the database to the admin and drops only the roles. What is not
 // Orderly's is never dropped or altered, and nothing is done on a server other than
 // the database's.
-func (p *Postgres) Drop(ctx context.Context, db engine.Database, retain bool) (engine.DropResult, error) {
-	var res engine.DropResult
+func (p *Postgres) Drop(ctx context.Context, db database.Database, retain bool) (database.DropResult, error) {
+	var res database.DropResult
 	id, err := p.identity(ctx)
 	if err != nil {
 		return res, err
@@ -849,7 +849,7 @@ func (p *Postgres) Drop(ctx context.Context, db engine.Database, retain bool) (e
 		return res, err
 	}
 	if role.exists && !roleMarked(role, db) {
-		return res, fmt.Errorf("role %s %w", db.Role, engine.ErrNotOwned)
+		return res, fmt.Errorf("role %s %w", db.Role, database.ErrNotOwned)
 	}
 	users, err := p.userRoles(ctx, db)
 	if err != nil {
@@ -887,7 +887,7 @@ func (p *Postgres) Drop(ctx context.Context, db engine.Database, retain bool) (e
 				return res, err
 			}
 		default:
-			return res, fmt.Errorf("database %s %w", db.Name, engine.ErrNotOwned)
+			return res, fmt.Errorf("database %s %w", db.Name, database.ErrNotOwned)
 		}
 	}
 	for _, u := range userNames {
@@ -922,7 +922,7 @@ func (p *Postgres) terminate(ctx context.Context, what, where string, args ...an
 // release hands a retained database and everything in it to the admin, and marks it
 // as no longer Orderly's; its users' privileges in it go too. It returns how many
 // sessions it ended.
-func (p *Postgres) release(ctx context.Context, db engine.Database, users []string) (int, error) {
+func (p *Postgres) release(ctx context.Context, db database.Database, users []string) (int, error) {
 	n, err := p.terminate(ctx, "terminating connections", `datname = $1 AND (usename = $2 OR usename = ANY($3))`, db.Name, db.Role, users)
 	if err != nil {
 		return n, err

@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/testpg"
 )
 
@@ -31,11 +31,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func connect(t *testing.T) (engine.Engine, *pgx.Conn) {
+func connect(t *testing.T) (database.Engine, *pgx.Conn) {
 	t.Helper()
 	c := NewConnector()
 	t.Cleanup(c.Close)
-	e, err := c.Connect(context.Background(), "postgres", engine.Server{Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password})
+	e, err := c.Connect(context.Background(), "postgres", database.Server{Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +61,9 @@ const (
 	qRole = "SELECT count(*) FROM pg_roles WHERE rolname = $1"
 )
 
-func newDB(uid string) engine.Database {
-	name, role := engine.Names(uid)
-	return engine.Database{Name: name, Role: role, OwnerUID: uid, Password: engine.Password(), SetPassword: true}
+func newDB(uid string) database.Database {
+	name, role := database.Names(uid)
+	return database.Database{Name: name, Role: role, OwnerUID: uid, Password: database.Password(), SetPassword: true}
 }
 
 func TestEnsureIsIdempotentAndDropRemovesEverything(t *testing.T) {
@@ -106,10 +106,10 @@ func TestNeverDropsOrAltersWhatIsNotMarked(t *testing.T) {
 	if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE ROLE %q LOGIN`, db.Role)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Ensure(ctx, db); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Ensure(ctx, db); !errors.Is(err, database.ErrNotOwned) {
 		t.Fatalf("Ensure over a foreign role: %v, want ErrNotOwned", err)
 	}
-	if _, err := e.Drop(ctx, db, false); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Drop(ctx, db, false); !errors.Is(err, database.ErrNotOwned) {
 		t.Fatalf("Drop of a foreign role: %v, want ErrNotOwned", err)
 	}
 	if count(t, admin, qRole, db.Role) != 1 {
@@ -120,12 +120,12 @@ func TestNeverDropsOrAltersWhatIsNotMarked(t *testing.T) {
 	if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %q`, other.Name)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Ensure(ctx, other); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Ensure(ctx, other); !errors.Is(err, database.ErrNotOwned) {
 		t.Fatalf("Ensure over a foreign database: %v, want ErrNotOwned", err)
 	}
 	// Ensure created (and marked) the role before it found the database; Drop must
 	// still leave the foreign database alone.
-	if _, err := e.Drop(ctx, other, false); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Drop(ctx, other, false); !errors.Is(err, database.ErrNotOwned) {
 		t.Fatalf("Drop of a foreign database: %v, want ErrNotOwned", err)
 	}
 	if count(t, admin, qDB, other.Name) != 1 {
@@ -212,7 +212,7 @@ func TestTemplateErrors(t *testing.T) {
 	}
 	db := newDB("ffffffff-0000-4000-8000-000000000006")
 	db.Template = "tmpl_busy"
-	if _, err := e.Ensure(ctx, db); !errors.Is(err, engine.ErrTemplateInUse) {
+	if _, err := e.Ensure(ctx, db); !errors.Is(err, database.ErrTemplateInUse) {
 		t.Fatalf("clone of a busy template: %v, want ErrTemplateInUse", err)
 	}
 	_ = busy.Close(ctx)
@@ -222,7 +222,7 @@ func TestTemplateErrors(t *testing.T) {
 	}
 	missing := newDB("ffffffff-0000-4000-8000-000000000007")
 	missing.Template = "no_such_db"
-	if _, err := e.Ensure(ctx, missing); !errors.Is(err, engine.ErrTemplateMissing) {
+	if _, err := e.Ensure(ctx, missing); !errors.Is(err, database.ErrTemplateMissing) {
 		t.Fatalf("clone of a missing template: %v, want ErrTemplateMissing", err)
 	}
 }
@@ -230,11 +230,11 @@ func TestTemplateErrors(t *testing.T) {
 func TestUnreachableIsClassified(t *testing.T) {
 	c := NewConnector()
 	defer c.Close()
-	e, err := c.Connect(context.Background(), "postgres", engine.Server{Host: "127.0.0.1", Port: 1, SSLMode: "disable", Username: "x", Password: "secret-password"})
+	e, err := c.Connect(context.Background(), "postgres", database.Server{Host: "127.0.0.1", Port: 1, SSLMode: "disable", Username: "x", Password: "secret-password"})
 	if err == nil {
 		_, err = e.Info(context.Background())
 	}
-	if !errors.Is(err, engine.ErrUnreachable) {
+	if !errors.Is(err, database.ErrUnreachable) {
 		t.Fatalf("got %v, want ErrUnreachable", err)
 	}
 	if s := err.Error(); strings.Contains(s, "secret-password") {
@@ -275,7 +275,7 @@ func TestPoolIsClosedWhenCredentialsChangeOrServerIsForgotten(t *testing.T) {
 
 	c := NewConnector()
 	t.Cleanup(c.Close)
-	first := engine.Server{Name: "shared", Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password}
+	first := database.Server{Name: "shared", Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password}
 	e1, err := c.Connect(ctx, "postgres", first)
 	if err != nil {
 		t.Fatal(err)
@@ -329,8 +329,8 @@ func TestCloseClosesEveryPoolAndMakesNoMore(t *testing.T) {
 	ctx := context.Background()
 	_, admin := connect(t)
 	c := NewConnector()
-	server := func(name string) engine.Server {
-		return engine.Server{Name: name, Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password}
+	server := func(name string) database.Server {
+		return database.Server{Name: name, Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password}
 	}
 	forgotten, err := c.Connect(ctx, "postgres", server("forgotten"))
 	if err != nil {

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 func TestJudge(t *testing.T) {
 	const uid = "0a1b2c3d-0000-4000-8000-00000000abcd"
-	name, role := engine.Names(uid)
-	db := engine.Database{Name: name, Role: role, OwnerUID: uid}
+	name, role := database.Names(uid)
+	db := database.Database{Name: name, Role: role, OwnerUID: uid}
 	marked := roleState{exists: true, comment: Marker(uid)}
 	creating := roleState{exists: true, comment: creatingMarker(uid)}
 	unmarked := roleState{exists: true}
@@ -49,7 +49,7 @@ func TestJudge(t *testing.T) {
 // The verifier is what PostgreSQL computes from the password (RFC 7677), and does
 // not contain it.
 func TestSCRAMVerifier(t *testing.T) {
-	password := engine.Password()
+	password := database.Password()
 	v, err := scramVerifier(password)
 	if err != nil {
 		t.Fatal(err)
@@ -123,20 +123,20 @@ func TestSameServer(t *testing.T) {
 
 func TestConnStringUsesTheEffectiveSSLMode(t *testing.T) {
 	for _, tc := range []struct {
-		server engine.Server
+		server database.Server
 		want   string
 	}{
-		{engine.Server{Host: "h", Port: 5432}, "sslmode='prefer'"},
-		{engine.Server{Host: "h", Port: 5432, SSLMode: "disable"}, "sslmode='disable'"},
-		{engine.Server{Host: "h", Port: 5432, CACert: []byte("x")}, "sslmode='verify-full'"},
+		{database.Server{Host: "h", Port: 5432}, "sslmode='prefer'"},
+		{database.Server{Host: "h", Port: 5432, SSLMode: "disable"}, "sslmode='disable'"},
+		{database.Server{Host: "h", Port: 5432, CACert: []byte("x")}, "sslmode='verify-full'"},
 	} {
 		if got := ConnString(tc.server, "postgres"); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: want %s", got, tc.want)
 		}
 	}
 	// The pool is replaced when the CA changes.
-	a := settings(engine.Server{Host: "h", CACert: []byte("a")}, DefaultTimeouts)
-	b := settings(engine.Server{Host: "h", CACert: []byte("b")}, DefaultTimeouts)
+	a := settings(database.Server{Host: "h", CACert: []byte("a")}, DefaultTimeouts)
+	b := settings(database.Server{Host: "h", CACert: []byte("b")}, DefaultTimeouts)
 	if a == b {
 		t.Error("a new CA keeps the pool")
 	}

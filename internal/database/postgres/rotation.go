@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 // The alternating login roles of a SecretRotation's postgresRole generator.
@@ -67,7 +67,7 @@ func (p *Postgres) SetRotatingRole(ctx context.Context, r RotatingRole) error {
 	}
 	marker := rotationMarkerPrefix + r.OwnerUID
 	if st.exists && st.comment != marker {
-		return fmt.Errorf("role %s %w", r.Name, engine.ErrNotOwned)
+		return fmt.Errorf("role %s %w", r.Name, database.ErrNotOwned)
 	}
 	verifier, err := scramVerifier(r.Password)
 	if err != nil {
@@ -109,7 +109,7 @@ func (p *Postgres) DisableLogin(ctx context.Context, name, ownerUID string) erro
 		return err
 	}
 	if st.comment != rotationMarkerPrefix+ownerUID {
-		return fmt.Errorf("role %s %w", name, engine.ErrNotOwned)
+		return fmt.Errorf("role %s %w", name, database.ErrNotOwned)
 	}
 	return p.exec(ctx, 1, "disabling the role's login", "ALTER ROLE "+ident(name)+" NOLOGIN PASSWORD NULL")
 }

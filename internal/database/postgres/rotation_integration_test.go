@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 func loginAs(role, password string) error {
@@ -35,7 +35,7 @@ func TestAlternatingRoles(t *testing.T) {
 	if _, err := admin.Exec(ctx, `CREATE ROLE app_rw NOLOGIN; COMMENT ON ROLE app_rw IS 'orderly.dev/grantable-to=team-a'`); err != nil {
 		t.Fatal(err)
 	}
-	a := RotatingRole{Name: "app_a", OwnerUID: uid, Namespace: "team-a", Password: engine.Password(), GrantRoles: []string{"app_rw"}}
+	a := RotatingRole{Name: "app_a", OwnerUID: uid, Namespace: "team-a", Password: database.Password(), GrantRoles: []string{"app_rw"}}
 	if err := p.SetRotatingRole(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestAlternatingRoles(t *testing.T) {
 	}
 	// Rotation: b gets a password; a keeps working until it is disabled.
 	b := a
-	b.Name, b.Password = "app_b", engine.Password()
+	b.Name, b.Password = "app_b", database.Password()
 	if err := p.SetRotatingRole(ctx, b); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestAlternatingRoles(t *testing.T) {
 		t.Fatalf("the new role stopped working: %v", err)
 	}
 	// Next rotation: a again, with a new password.
-	a.Password = engine.Password()
+	a.Password = database.Password()
 	if err := p.SetRotatingRole(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -93,15 +93,15 @@ func TestRotatingRolesRefuseWhatIsNotTheirs(t *testing.T) {
 		CREATE ROLE maker NOLOGIN CREATEROLE; COMMENT ON ROLE maker IS 'orderly.dev/grantable-to=team-a'`); err != nil {
 		t.Fatal(err)
 	}
-	err := p.SetRotatingRole(ctx, RotatingRole{Name: "someone_a", OwnerUID: "u1", Namespace: "team-a", Password: engine.Password()})
-	if !errors.Is(err, engine.ErrNotOwned) {
+	err := p.SetRotatingRole(ctx, RotatingRole{Name: "someone_a", OwnerUID: "u1", Namespace: "team-a", Password: database.Password()})
+	if !errors.Is(err, database.ErrNotOwned) {
 		t.Errorf("taking over an existing role: %v, want ErrNotOwned", err)
 	}
-	if err := p.DisableLogin(ctx, "someone_a", "u1"); !errors.Is(err, engine.ErrNotOwned) {
+	if err := p.DisableLogin(ctx, "someone_a", "u1"); !errors.Is(err, database.ErrNotOwned) {
 		t.Errorf("disabling someone's role: %v, want ErrNotOwned", err)
 	}
 	for _, g := range []string{"team_b_rw", "sneaky", "maker", "pg_read_server_files", pg.Username, "missing"} {
-		err := p.SetRotatingRole(ctx, RotatingRole{Name: "t_a", OwnerUID: "u2", Namespace: "team-a", Password: engine.Password(), GrantRoles: []string{g}})
+		err := p.SetRotatingRole(ctx, RotatingRole{Name: "t_a", OwnerUID: "u2", Namespace: "team-a", Password: database.Password(), GrantRoles: []string{g}})
 		if !errors.Is(err, ErrGrantNotAllowed) {
 			t.Errorf("granting %s: %v, want ErrGrantNotAllowed", g, err)
 		}

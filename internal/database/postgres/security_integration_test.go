@@ -13,11 +13,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/testpg"
 )
 
-func connectAsRole(t *testing.T, db engine.Database) *pgx.Conn {
+func connectAsRole(t *testing.T, db database.Database) *pgx.Conn {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), fmt.Sprintf("postgres://%s:%s@%s:%d/%s?sslmode=disable", db.Role, db.Password, pg.Host, pg.Port, db.Name))
 	if err != nil {
@@ -80,7 +80,7 @@ func TestTheRoleCannotRewriteWhatOrderlyTrusts(t *testing.T) {
 func TestDatabasesOfEarlierVersionsAreTakenOverWhateverTheirComment(t *testing.T) {
 	ctx := context.Background()
 	e, admin := connect(t)
-	legacy := func(uid string) engine.Database {
+	legacy := func(uid string) database.Database {
 		db := newDB(uid)
 		// As earlier versions made them: owned by the marked role, marked by comment.
 		for _, stmt := range []string{
@@ -192,7 +192,7 @@ func TestLockWaitsEndAtTheLockTimeout(t *testing.T) {
 	c := NewConnector()
 	c.Timeouts = Timeouts{Statement: 5 * time.Second, Lock: 500 * time.Millisecond}
 	t.Cleanup(c.Close)
-	e, err := c.Connect(ctx, "postgres", engine.Server{Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password})
+	e, err := c.Connect(ctx, "postgres", database.Server{Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestLockWaitsEndAtTheLockTimeout(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("Drop waited %s for the lock", took)
 	}
-	if !errors.Is(err, engine.ErrTimeout) || !strings.Contains(err.Error(), "lock") {
+	if !errors.Is(err, database.ErrTimeout) || !strings.Contains(err.Error(), "lock") {
 		t.Errorf("Drop = %v, want ErrTimeout about a lock", err)
 	}
 	_ = tx.Rollback(ctx)
@@ -243,7 +243,7 @@ func TestHungServersEndEachCallAtItsDeadline(t *testing.T) {
 			c := NewConnector()
 			c.Timeouts = Timeouts{Statement: time.Second, Grace: 500 * time.Millisecond}
 			t.Cleanup(c.Close)
-			e, err := c.Connect(ctx, "postgres", engine.Server{Host: f.Host, Port: f.Port, SSLMode: "disable", Username: "orderly_admin", Password: "pw"})
+			e, err := c.Connect(ctx, "postgres", database.Server{Host: f.Host, Port: f.Port, SSLMode: "disable", Username: "orderly_admin", Password: "pw"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,7 +259,7 @@ func TestHungServersEndEachCallAtItsDeadline(t *testing.T) {
 				if took := time.Since(begin); took > 7*time.Second {
 					t.Errorf("%s took %s", what, took)
 				}
-				if !errors.Is(err, engine.ErrUnreachable) || !strings.Contains(err.Error(), "in time") {
+				if !errors.Is(err, database.ErrUnreachable) || !strings.Contains(err.Error(), "in time") {
 					t.Errorf("%s = %v, want ErrUnreachable saying the server did not answer in time", what, err)
 				}
 				if strings.Contains(err.Error(), "orderly_admin") {
@@ -281,7 +281,7 @@ func TestPasswordsNeverReachTheServersLog(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := NewConnector()
 	t.Cleanup(c.Close)
-	e, err := c.Connect(ctx, "postgres", engine.Server{Host: srv.Host, Port: srv.Port, SSLMode: "disable", Username: srv.Username, Password: srv.Password})
+	e, err := c.Connect(ctx, "postgres", database.Server{Host: srv.Host, Port: srv.Port, SSLMode: "disable", Username: srv.Username, Password: srv.Password})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestPasswordsNeverReachTheServersLog(t *testing.T) {
 	if _, err := e.Ensure(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	db.Password, db.SetPassword = engine.Password(), true
+	db.Password, db.SetPassword = database.Password(), true
 	first := db.Password
 	if _, err := e.Ensure(ctx, db); err != nil {
 		t.Fatal(err)
@@ -336,10 +336,10 @@ func TestNothingIsDoneOnAnotherServer(t *testing.T) {
 	elsewhere := db
 	elsewhere.ServerID = "1"
 	elsewhere.SetPassword = false
-	if _, err := e.Ensure(ctx, elsewhere); !errors.Is(err, engine.ErrServerChanged) {
+	if _, err := e.Ensure(ctx, elsewhere); !errors.Is(err, database.ErrServerChanged) {
 		t.Errorf("Ensure on another server: %v", err)
 	}
-	if _, err := e.Drop(ctx, elsewhere, false); !errors.Is(err, engine.ErrServerChanged) {
+	if _, err := e.Drop(ctx, elsewhere, false); !errors.Is(err, database.ErrServerChanged) {
 		t.Errorf("Drop on another server: %v", err)
 	}
 	if count(t, admin, qDB, db.Name) != 1 {
@@ -355,11 +355,11 @@ func TestNothingIsDoneOnAnotherServer(t *testing.T) {
 func TestLoginErrorsDoNotNameTheAdmin(t *testing.T) {
 	c := NewConnector()
 	defer c.Close()
-	e, err := c.Connect(context.Background(), "postgres", engine.Server{Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: "wrong-password"})
+	e, err := c.Connect(context.Background(), "postgres", database.Server{Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: "wrong-password"})
 	if err == nil {
 		_, err = e.Info(context.Background())
 	}
-	if !errors.Is(err, engine.ErrUnreachable) {
+	if !errors.Is(err, database.ErrUnreachable) {
 		t.Fatalf("got %v, want ErrUnreachable", err)
 	}
 	if s := err.Error(); strings.Contains(s, pg.Username) || strings.Contains(s, "wrong-password") || !strings.Contains(s, "28P01") {

@@ -12,11 +12,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 // A DevDatabase's extra users (spec.users) are login roles named after the main
-// role (engine.UserRole), created by the admin with a SCRAM verifier and VALID UNTIL
+// role (database.UserRole), created by the admin with a SCRAM verifier and VALID UNTIL
 // the database's expiry, and marked like the main role, with the user's name and,
 // once its privileges are granted, its access:
 //
@@ -44,14 +44,14 @@ const codeDependentObjects = "2BP01"
 func userMarker(uid, name string) string { return Marker(uid) + userSep + name }
 
 // userMarkerWith is the comment of a user whose privileges are access.
-func userMarkerWith(uid, name string, access engine.Access) string {
+func userMarkerWith(uid, name string, access database.Access) string {
 	return userMarker(uid, name) + accessSep + string(access)
 }
 
 // userOf reads a user role's comment: the user's name when it is marked as one of
 // uid's users (empty otherwise), and the access its privileges were granted for
 // (empty while not granted).
-func userOf(comment, uid string) (name string, access engine.Access) {
+func userOf(comment, uid string) (name string, access database.Access) {
 	rest, ok := strings.CutPrefix(comment, Marker(uid)+userSep)
 	if !ok || rest == "" {
 		return "", ""
@@ -60,8 +60,8 @@ func userOf(comment, uid string) (name string, access engine.Access) {
 	if !found {
 		return name, ""
 	}
-	switch a := engine.Access(acc); a {
-	case engine.ReadOnly, engine.ReadWrite:
+	switch a := database.Access(acc); a {
+	case database.ReadOnly, database.ReadWrite:
 		return name, a
 	}
 	return "", ""
@@ -73,12 +73,12 @@ type userRole struct {
 	validUntil *time.Time
 	// user and access are what its marker says (user empty: not marked as ours).
 	user   string
-	access engine.Access
+	access database.Access
 }
 
 // userRoles lists the roles whose names a user of db could have (the main role's
 // name, '_', anything).
-func (p *Postgres) userRoles(ctx context.Context, db engine.Database) (map[string]userRole, error) {
+func (p *Postgres) userRoles(ctx context.Context, db database.Database) (map[string]userRole, error) {
 	qctx, cancel := p.deadline(ctx, 1)
 	defer cancel()
 	rows, err := p.pool.Query(qctx, `SELECT rolname, coalesce(shobj_description(oid, 'pg_authid'), ''),
@@ -104,7 +104,7 @@ func (p *Postgres) userRoles(ctx context.Context, db engine.Database) (map[strin
 
 // ensureUsers makes db's extra users exactly db.Users, and returns the names of
 // those it dropped.
-func (p *Postgres) ensureUsers(ctx context.Context, db engine.Database) ([]string, error) {
+func (p *Postgres) ensureUsers(ctx context.Context, db database.Database) ([]string, error) {
 	have, err := p.userRoles(ctx, db)
 	if err != nil {
 		return nil, err
@@ -114,7 +114,7 @@ func (p *Postgres) ensureUsers(ctx context.Context, db engine.Database) ([]strin
 		want[u.Role] = true
 		cur, exists := have[u.Role]
 		if exists && cur.user != u.Name {
-			return nil, fmt.Errorf("role %s %w", u.Role, engine.ErrNotOwned)
+			return nil, fmt.Errorf("role %s %w", u.Role, database.ErrNotOwned)
 		}
 		if err := p.ensureUser(ctx, db, u, cur, exists); err != nil {
 			return nil, err
@@ -137,7 +137,7 @@ func (p *Postgres) ensureUsers(ctx context.Context, db engine.Database) ([]strin
 // ensureUser creates user u (role, marker and CONNECT in one transaction), keeps
 // its password and expiry, and grants its privileges when its marker does not say
 // they are granted for its access.
-func (p *Postgres) ensureUser(ctx context.Context, db engine.Database, u engine.User, cur userRole, exists bool) error {
+func (p *Postgres) ensureUser(ctx context.Context, db database.Database, u database.User, cur userRole, exists bool) error {
 	r := ident(u.Role)
 	if !exists {
 		verifier, err := scramVerifier(u.Password)
@@ -187,7 +187,7 @@ func (p *Postgres) ensureUser(ctx context.Context, db engine.Database, u engine.
 // granted by the main role, CONNECT by the admin; what is left that the role
 // cannot be dropped for (objects it made where PUBLIC may create, on old servers)
 // goes with DROP OWNED, which needs an admin that can act as the role.
-func (p *Postgres) dropUser(ctx context.Context, db engine.Database, role string, revoke bool) (int, error) {
+func (p *Postgres) dropUser(ctx context.Context, db database.Database, role string, revoke bool) (int, error) {
 	n, err := p.terminate(ctx, "terminating a user's connections", `usename = $1`, role)
 	if err != nil {
 		return n, err
@@ -240,8 +240,8 @@ func userSchemas(ctx context.Context, conn *pgx.Conn) ([]string, error) {
 }
 
 // tablePrivileges and sequencePrivileges are what each access gets.
-func tablePrivileges(a engine.Access) string {
-	if a == engine.ReadWrite {
+func tablePrivileges(a database.Access) string {
+	if a == database.ReadWrite {
 		return "SELECT, INSERT, UPDATE, DELETE"
 	}
 	return "SELECT"
@@ -251,21 +251,21 @@ func tablePrivileges(a engine.Access) string {
 // schemas, and to those the session's role (the main role) makes later. A GRANT of
 // what the main role may not pass on (an object someone else owns) is a warning,
 // not an error.
-func grantStatements(role string, a engine.Access, schemas []string) []string {
+func grantStatements(role string, a database.Access, schemas []string) []string {
 	r := ident(role)
 	tables := tablePrivileges(a)
 	var stmts []string
 	for _, s := range schemas {
 		n := ident(s)
 		stmts = append(stmts, "GRANT USAGE ON SCHEMA "+n+" TO "+r, "GRANT "+tables+" ON ALL TABLES IN SCHEMA "+n+" TO "+r)
-		if a == engine.ReadWrite {
+		if a == database.ReadWrite {
 			stmts = append(stmts, "GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA "+n+" TO "+r)
 		}
 	}
 	stmts = append(stmts,
 		"ALTER DEFAULT PRIVILEGES GRANT USAGE ON SCHEMAS TO "+r,
 		"ALTER DEFAULT PRIVILEGES GRANT "+tables+" ON TABLES TO "+r)
-	if a == engine.ReadWrite {
+	if a == database.ReadWrite {
 		stmts = append(stmts, "ALTER DEFAULT PRIVILEGES GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO "+r)
 	}
 	return stmts
@@ -291,7 +291,7 @@ func revokeStatements(role string, schemas []string) []string {
 // connectAsOwner opens a session in db logged in as its main role (with
 // db.Password), never as the admin, with the given statement_timeout and the
 // admin's pinned search_path unless keepSearchPath.
-func (p *Postgres) connectAsOwner(ctx context.Context, db engine.Database, statement time.Duration, keepSearchPath bool) (*pgx.Conn, error) {
+func (p *Postgres) connectAsOwner(ctx context.Context, db database.Database, statement time.Duration, keepSearchPath bool) (*pgx.Conn, error) {
 	s := p.server
 	s.Username, s.Password = db.Role, db.Password
 	cfg, err := pgx.ParseConfig(ConnString(s, db.Name))
@@ -308,7 +308,7 @@ func (p *Postgres) connectAsOwner(ctx context.Context, db engine.Database, state
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "28") {
-			return nil, fmt.Errorf("%w: the server refused the database role's login (SQLSTATE %s); Orderly logs in as the role to grant its users' privileges and run its init SQL", engine.ErrUnreachable, pgErr.Code)
+			return nil, fmt.Errorf("%w: the server refused the database role's login (SQLSTATE %s); Orderly logs in as the role to grant its users' privileges and run its init SQL", database.ErrUnreachable, pgErr.Code)
 		}
 		return nil, p.classify(err, "connecting as the database's role")
 	}
@@ -317,7 +317,7 @@ func (p *Postgres) connectAsOwner(ctx context.Context, db engine.Database, state
 
 // asOwner runs statements in one implicit transaction in a session logged in as
 // db's main role, with queries first to decide them.
-func (p *Postgres) asOwner(ctx context.Context, db engine.Database, what string, fn func(ctx context.Context, conn *pgx.Conn) ([]string, error)) error {
+func (p *Postgres) asOwner(ctx context.Context, db database.Database, what string, fn func(ctx context.Context, conn *pgx.Conn) ([]string, error)) error {
 	qctx, cancel := p.deadline(ctx, 4)
 	defer cancel()
 	conn, err := p.connectAsOwner(qctx, db, p.timeouts.Statement, false)

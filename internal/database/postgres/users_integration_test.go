@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 // sessionAs connects to db as role with password.
@@ -26,11 +26,11 @@ func sessionAs(t *testing.T, db, role, password string) *pgx.Conn {
 	return conn
 }
 
-func withUsers(db engine.Database, users ...engine.User) engine.Database {
+func withUsers(db database.Database, users ...database.User) database.Database {
 	for i := range users {
-		users[i].Role = engine.UserRole(db.OwnerUID, users[i].Name)
+		users[i].Role = database.UserRole(db.OwnerUID, users[i].Name)
 		if users[i].Password == "" {
-			users[i].Password, users[i].SetPassword = engine.Password(), true
+			users[i].Password, users[i].SetPassword = database.Password(), true
 		}
 	}
 	db.Users = users
@@ -45,7 +45,7 @@ func TestUsersGetTheirAccessAndGoWhenUnlisted(t *testing.T) {
 	ctx := context.Background()
 	e, admin := connect(t)
 	db := withUsers(newDB("aaaaaaaa-0000-4000-8000-0000000000u1"),
-		engine.User{Name: "reader", Access: engine.ReadOnly}, engine.User{Name: "app-writer", Access: engine.ReadWrite})
+		database.User{Name: "reader", Access: database.ReadOnly}, database.User{Name: "app-writer", Access: database.ReadWrite})
 	if _, err := e.Ensure(ctx, db); err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +91,8 @@ func TestUsersGetTheirAccessAndGoWhenUnlisted(t *testing.T) {
 		t.Fatalf("second Ensure: %+v, %v", res, err)
 	}
 	// ReadOnly becomes ReadWrite, and reader is unlisted: dropped, its session ended.
-	db.Users = []engine.User{db.Users[1]}
-	db.Users[0].Access = engine.ReadOnly
+	db.Users = []database.User{db.Users[1]}
+	db.Users[0].Access = database.ReadOnly
 	res, err := e.Ensure(ctx, db)
 	if err != nil || len(res.UsersDropped) != 1 || res.UsersDropped[0] != "reader" {
 		t.Fatalf("Ensure without reader: %+v, %v", res, err)
@@ -124,13 +124,13 @@ func TestUsersGetTheirAccessAndGoWhenUnlisted(t *testing.T) {
 func TestUsersNeverTakeOverSomeoneElsesRole(t *testing.T) {
 	ctx := context.Background()
 	e, admin := connect(t)
-	db := withUsers(newDB("aaaaaaaa-0000-4000-8000-0000000000u2"), engine.User{Name: "squat", Access: engine.ReadOnly})
+	db := withUsers(newDB("aaaaaaaa-0000-4000-8000-0000000000u2"), database.User{Name: "squat", Access: database.ReadOnly})
 	squat := db.Users[0].Role
 	if _, err := admin.Exec(ctx, "CREATE ROLE "+ident(squat)+" LOGIN"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+ident(squat)) })
-	if _, err := e.Ensure(ctx, db); !errors.Is(err, engine.ErrNotOwned) {
+	if _, err := e.Ensure(ctx, db); !errors.Is(err, database.ErrNotOwned) {
 		t.Fatalf("Ensure with a squatted user role: %v", err)
 	}
 	db.Users = nil
@@ -161,13 +161,13 @@ func TestInitRunsAsTheOwnerInOneTransaction(t *testing.T) {
 
 	err := e.Init(ctx, db, "CREATE TABLE t (id int);\nINSERT INTO t VALUES (1);\nCREATE ROLE evil SUPERUSER;", begun)
 	refused := err != nil && (strings.Contains(err.Error(), "permission denied") || strings.Contains(err.Error(), "must be superuser"))
-	if !errors.Is(err, engine.ErrInit) || !refused {
+	if !errors.Is(err, database.ErrInit) || !refused {
 		t.Fatalf("init creating a superuser: %v", err)
 	}
 	if count(t, admin, qRole, "evil") != 0 {
 		t.Fatal("the init SQL created a superuser")
 	}
-	if st, err := e.InitOutcome(ctx, txns[0]); err != nil || st != engine.TxnAborted {
+	if st, err := e.InitOutcome(ctx, txns[0]); err != nil || st != database.TxnAborted {
 		t.Fatalf("outcome of the failed run: %s, %v", st, err)
 	}
 	owner := sessionAs(t, db.Name, db.Role, db.Password)
@@ -177,13 +177,13 @@ func TestInitRunsAsTheOwnerInOneTransaction(t *testing.T) {
 	}
 
 	// The error says where in the SQL it failed.
-	if err := e.Init(ctx, db, "CREATE TABLE t (id int);\nSELECT * FROM missing;", begun); !errors.Is(err, engine.ErrInit) || !strings.Contains(err.Error(), "line 2") {
+	if err := e.Init(ctx, db, "CREATE TABLE t (id int);\nSELECT * FROM missing;", begun); !errors.Is(err, database.ErrInit) || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("init reading a missing table: %v", err)
 	}
 	if err := e.Init(ctx, db, "CREATE TABLE t (id int); INSERT INTO t VALUES (1), (2);", begun); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := e.InitOutcome(ctx, txns[2]); err != nil || st != engine.TxnCommitted {
+	if st, err := e.InitOutcome(ctx, txns[2]); err != nil || st != database.TxnCommitted {
 		t.Fatalf("outcome of the good run: %s, %v", st, err)
 	}
 	var tableOwner string
@@ -199,7 +199,7 @@ func TestInitRunsAsTheOwnerInOneTransaction(t *testing.T) {
 		t.Fatalf("table t after a refused run: %d, %v", n, err)
 	}
 	// Garbage and future transaction ids are unknown, not errors.
-	if st, err := e.InitOutcome(ctx, "999999999"); err != nil || st != engine.TxnUnknown {
+	if st, err := e.InitOutcome(ctx, "999999999"); err != nil || st != database.TxnUnknown {
 		t.Fatalf("outcome of a future transaction: %s, %v", st, err)
 	}
 }
@@ -222,13 +222,13 @@ func TestInitIsStoppedAtItsTimeout(t *testing.T) {
 	t.Cleanup(func() { _, _ = e.Drop(context.Background(), db, false) })
 	start := time.Now()
 	err = e.Init(ctx, db, "SET statement_timeout = 0; CREATE TABLE t (id int); SELECT pg_sleep(30);", func(string) error { return nil })
-	if !errors.Is(err, engine.ErrInit) || time.Since(start) > 10*time.Second {
+	if !errors.Is(err, database.ErrInit) || time.Since(start) > 10*time.Second {
 		t.Fatalf("a run that sleeps past its timeout: %v after %s", err, time.Since(start))
 	}
 }
 
-func pgServer() engine.Server {
-	return engine.Server{Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password}
+func pgServer() database.Server {
+	return database.Server{Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password}
 }
 
 // TestUsersOfACloneReadTheTemplatesTables: a clone's tables belong to the
@@ -250,7 +250,7 @@ func TestUsersOfACloneReadTheTemplatesTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = seed.Close(ctx)
-	db := withUsers(newDB("aaaaaaaa-0000-4000-8000-0000000000u3"), engine.User{Name: "ro", Access: engine.ReadOnly})
+	db := withUsers(newDB("aaaaaaaa-0000-4000-8000-0000000000u3"), database.User{Name: "ro", Access: database.ReadOnly})
 	db.Template = tmpl
 	if _, err := e.Ensure(ctx, db); err != nil {
 		t.Fatal(err)

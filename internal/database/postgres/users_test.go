@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 func TestUserMarkers(t *testing.T) {
@@ -13,11 +13,11 @@ func TestUserMarkers(t *testing.T) {
 	tests := []struct {
 		comment    string
 		wantName   string
-		wantAccess engine.Access
+		wantAccess database.Access
 	}{
 		{comment: userMarker(uid, "reader"), wantName: "reader"},
-		{comment: userMarkerWith(uid, "reader", engine.ReadOnly), wantName: "reader", wantAccess: engine.ReadOnly},
-		{comment: userMarkerWith(uid, "app-w", engine.ReadWrite), wantName: "app-w", wantAccess: engine.ReadWrite},
+		{comment: userMarkerWith(uid, "reader", database.ReadOnly), wantName: "reader", wantAccess: database.ReadOnly},
+		{comment: userMarkerWith(uid, "app-w", database.ReadWrite), wantName: "app-w", wantAccess: database.ReadWrite},
 		// The main role's marker, another owner's user, a forged access: not a user of uid.
 		{comment: Marker(uid)},
 		{comment: userMarker("u-2", "reader")},
@@ -33,8 +33,8 @@ func TestUserMarkers(t *testing.T) {
 }
 
 func TestGrantStatements(t *testing.T) {
-	ro := grantStatements("orderly_x_r", engine.ReadOnly, []string{"public"})
-	rw := grantStatements("orderly_x_w", engine.ReadWrite, []string{"public", "app"})
+	ro := grantStatements("orderly_x_r", database.ReadOnly, []string{"public"})
+	rw := grantStatements("orderly_x_w", database.ReadWrite, []string{"public", "app"})
 	for _, s := range ro {
 		if strings.Contains(s, "INSERT") || strings.Contains(s, "SEQUENCES") {
 			t.Errorf("ReadOnly gets %q", s)

@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/kit"
 )
 
@@ -58,7 +58,7 @@ type Reconciler struct {
 	// credentials are; BackupVerifications there are not acted on.
 	Namespace string
 	// Databases connects to the target DatabaseServers.
-	Databases engine.Connector
+	Databases database.Connector
 	// sourceFor builds the Source of a BackupVerification; tests may replace it.
 	sourceFor func(ctx context.Context, bv *datav1alpha1.BackupVerification) (Source, error)
 }
@@ -293,10 +293,10 @@ func (r *Reconciler) cleanUp(ctx context.Context, bv *datav1alpha1.BackupVerific
 
 // throwaway is the engine's view of run n's database and role: named from the
 // object's UID and the run number, so that its name alone says whose it is.
-func throwaway(bv *datav1alpha1.BackupVerification, n int64) engine.Database {
+func throwaway(bv *datav1alpha1.BackupVerification, n int64) database.Database {
 	owner := fmt.Sprintf("%s-bv%d", bv.UID, n)
-	db, role := engine.Names(owner)
-	return engine.Database{Name: db, Role: role, OwnerUID: owner}
+	db, role := database.Names(owner)
+	return database.Database{Name: db, Role: role, OwnerUID: owner}
 }
 
 // dropDatabase drops run n's database and role, with its own deadline even when
@@ -330,7 +330,7 @@ func (r *Reconciler) dropLeftovers(ctx context.Context, bv *datav1alpha1.BackupV
 	for _, n := range runs {
 		db := throwaway(bv, n)
 		if _, err := e.Drop(ctx, db, false); err != nil {
-			if errors.Is(err, engine.ErrNotOwned) {
+			if errors.Is(err, database.ErrNotOwned) {
 				log.FromContext(ctx).Info("Left a database with a BackupVerification run's name alone: it is not Orderly's", "database", db.Name)
 				continue
 			}
@@ -342,13 +342,13 @@ func (r *Reconciler) dropLeftovers(ctx context.Context, bv *datav1alpha1.BackupV
 }
 
 // connect reads the server's admin credentials (from the manager's namespace) and connects.
-func (r *Reconciler) connect(ctx context.Context, s *datav1alpha1.DatabaseServer) (engine.Engine, engine.Server, error) {
+func (r *Reconciler) connect(ctx context.Context, s *datav1alpha1.DatabaseServer) (database.Engine, database.Server, error) {
 	if r.Databases == nil {
-		return nil, engine.Server{}, errors.New("no database connector")
+		return nil, database.Server{}, errors.New("no database connector")
 	}
-	srv, err := engine.ServerFor(ctx, r.APIReader, s, r.Namespace)
+	srv, err := database.ServerFor(ctx, r.APIReader, s, r.Namespace)
 	if err != nil {
-		if errors.Is(err, engine.ErrCredentials) || errors.Is(err, engine.ErrCredentialsNotAllowed) {
+		if errors.Is(err, database.ErrCredentials) || errors.Is(err, database.ErrCredentialsNotAllowed) {
 			return nil, srv, fmt.Errorf("DatabaseServer %s cannot be used: its admin credentials are not available to Orderly (its status says why)", s.Name)
 		}
 		return nil, srv, err
@@ -358,7 +358,7 @@ func (r *Reconciler) connect(ctx context.Context, s *datav1alpha1.DatabaseServer
 }
 
 // scrub keeps the admin's name out of messages that the namespace's users read.
-func scrub(err error, srv engine.Server) error {
+func scrub(err error, srv database.Server) error {
 	if err == nil {
 		return nil
 	}
@@ -479,7 +479,7 @@ func (r *Reconciler) verify(ctx context.Context, bv *datav1alpha1.BackupVerifica
 
 // restoreAndCheck creates the throwaway database, restores b into it and runs the
 // checks, setting run's evidence and verdict.
-func (r *Reconciler) restoreAndCheck(ctx context.Context, bv *datav1alpha1.BackupVerification, server *datav1alpha1.DatabaseServer, src Source, b Backup, want string, db engine.Database, run *datav1alpha1.BackupRun) {
+func (r *Reconciler) restoreAndCheck(ctx context.Context, bv *datav1alpha1.BackupVerification, server *datav1alpha1.DatabaseServer, src Source, b Backup, want string, db database.Database, run *datav1alpha1.BackupRun) {
 	limit := bv.Spec.MaxRestoreDuration.Duration
 	if limit <= 0 {
 		limit = 30 * time.Minute
@@ -489,7 +489,7 @@ func (r *Reconciler) restoreAndCheck(ctx context.Context, bv *datav1alpha1.Backu
 		verdict(run, datav1alpha1.RunError, ReasonTargetError, fmt.Sprintf("connecting to DatabaseServer %s: %v", server.Name, err))
 		return
 	}
-	db.Password, db.SetPassword = engine.Password(), true
+	db.Password, db.SetPassword = database.Password(), true
 	// The role cannot log in after the run could have ended, even if Orderly never drops it.
 	db.ValidUntil = r.Clock.Now().Add(limit + checksTimeout + 10*time.Minute)
 	if _, err := e.Ensure(ctx, db); err != nil {

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
-	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/database"
+	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/kit"
 )
 
@@ -48,12 +48,12 @@ func TestCrashedRunCleanedUpAfterRestart(t *testing.T) {
 	// The crash's leftovers, as the run had made them before the manager died.
 	connector := postgres.NewConnector()
 	defer connector.Close()
-	e, err := connector.Connect(ctx, "postgres", engine.Server{Name: "crash", Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password})
+	e, err := connector.Connect(ctx, "postgres", database.Server{Name: "crash", Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password})
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := throwaway(bv, 1)
-	db.Password, db.SetPassword = engine.Password(), true
+	db.Password, db.SetPassword = database.Password(), true
 	if _, err := e.Ensure(ctx, db); err != nil {
 		t.Fatal(err)
 	}
@@ -172,12 +172,12 @@ func TestLeftoversOfAnyRunDropped(t *testing.T) {
 	bv := newBV(t, ns, server, prefix, func(s *datav1alpha1.BackupVerificationSpec) { s.Checks = datav1alpha1.BackupChecks{} })
 	connector := postgres.NewConnector()
 	defer connector.Close()
-	e, err := connector.Connect(ctx, "postgres", engine.Server{Name: "leftovers", Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password})
+	e, err := connector.Connect(ctx, "postgres", database.Server{Name: "leftovers", Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password})
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := throwaway(bv, 7)
-	db.Password, db.SetPassword = engine.Password(), true
+	db.Password, db.SetPassword = database.Password(), true
 	if _, err := e.Ensure(ctx, db); err != nil {
 		t.Fatal(err)
 	}

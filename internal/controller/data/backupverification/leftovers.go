@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
-	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/database"
+	"orderly.dev/orderly/internal/database/postgres"
 )
 
 // listTimeout bounds the listing of leftovers: connecting and one query.
@@ -27,7 +27,7 @@ const listTimeout = 15 * time.Second
 // engine.go belongs to the DevDatabase capability: this is a direct admin
 // connection made the way the engine makes its own (pinned search_path, statement
 // and lock timeouts, a deadline, errors without the connection settings).
-func leftoverRuns(ctx context.Context, srv engine.Server, bv *datav1alpha1.BackupVerification) ([]int64, error) {
+func leftoverRuns(ctx context.Context, srv database.Server, bv *datav1alpha1.BackupVerification) ([]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	cfg, err := pgx.ParseConfig(postgres.ConnString(srv, "postgres"))
@@ -51,7 +51,7 @@ func leftoverRuns(ctx context.Context, srv engine.Server, bv *datav1alpha1.Backu
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: listing leftover throwaway databases: %w", engine.ErrUnreachable, scrub(err, srv))
+		return nil, fmt.Errorf("%w: listing leftover throwaway databases: %w", database.ErrUnreachable, scrub(err, srv))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	prefix := runPrefix(bv)

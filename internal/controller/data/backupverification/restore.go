@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/localpg"
 )
 
@@ -41,7 +41,7 @@ const (
 // target is where a restore goes: the throwaway database, logged in as its own
 // throwaway role (never the admin: a dump is untrusted input).
 type target struct {
-	server   engine.Server // Host, Port, SSLMode, CACert; its admin fields are not used
+	server   database.Server // Host, Port, SSLMode, CACert; its admin fields are not used
 	database string
 	role     string
 	password string

@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/kit"
 )
 
@@ -56,7 +56,7 @@ type Reconciler struct {
 	// and the latest DatabaseServer when a status write loses its optimistic lock.
 	APIReader client.Reader
 	Recorder  kit.Recorder
-	Connector engine.Connector
+	Connector database.Connector
 	Clock     clock.PassiveClock
 	// Namespace is the manager's namespace, the only one servers' Secrets are read from.
 	Namespace string
@@ -201,7 +201,7 @@ func (r *Reconciler) users(ctx context.Context, server string) ([]string, error)
 
 // observation is what one connection attempt found.
 type observation struct {
-	info engine.Info
+	info database.Info
 	err  error
 	at   metav1.Time
 	// deleting is true for a server being deleted; users are the DevDatabases
@@ -215,7 +215,7 @@ type observation struct {
 
 func (r *Reconciler) observe(ctx context.Context, s *datav1alpha1.DatabaseServer) observation {
 	obs := observation{at: metav1.NewTime(r.Clock.Now())}
-	srv, err := engine.ServerFor(ctx, r.APIReader, s, r.Namespace)
+	srv, err := database.ServerFor(ctx, r.APIReader, s, r.Namespace)
 	if err != nil {
 		obs.err = err
 		return obs
@@ -229,8 +229,8 @@ func (r *Reconciler) observe(ctx context.Context, s *datav1alpha1.DatabaseServer
 		return obs
 	}
 	obs.info, obs.err = e.Info(ctx)
-	if obs.err != nil && !errors.Is(obs.err, engine.ErrUnreachable) {
-		obs.err = errors.Join(engine.ErrUnreachable, obs.err)
+	if obs.err != nil && !errors.Is(obs.err, database.ErrUnreachable) {
+		obs.err = errors.Join(database.ErrUnreachable, obs.err)
 	}
 	return obs
 }

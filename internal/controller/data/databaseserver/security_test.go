@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 // A connection that does not verify the server is reported, with what it risks; a
@@ -22,12 +22,12 @@ func TestComputeStatusSecurity(t *testing.T) {
 		wantReason string
 		wantTLS    metav1.ConditionStatus
 	}{
-		{name: "verify-full", obs: observation{info: engine.Info{Version: "15", SystemIdentifier: "7311"}, sslMode: "verify-full", at: t0},
+		{name: "verify-full", obs: observation{info: database.Info{Version: "15", SystemIdentifier: "7311"}, sslMode: "verify-full", at: t0},
 			wantReason: ReasonReachable, wantTLS: metav1.ConditionTrue},
-		{name: "prefer", obs: observation{info: engine.Info{Version: "15"}, sslMode: "prefer", at: t0}, wantReason: ReasonReachable, wantTLS: metav1.ConditionFalse},
-		{name: "require", obs: observation{info: engine.Info{Version: "15"}, sslMode: "require", at: t0}, wantReason: ReasonReachable, wantTLS: metav1.ConditionFalse},
-		{name: "disable", obs: observation{info: engine.Info{Version: "15"}, sslMode: "disable", at: t0}, wantReason: ReasonReachable, wantTLS: metav1.ConditionFalse},
-		{name: "Secret elsewhere", obs: observation{err: fmt.Errorf("%w: namespace team-a", engine.ErrCredentialsNotAllowed), at: t0},
+		{name: "prefer", obs: observation{info: database.Info{Version: "15"}, sslMode: "prefer", at: t0}, wantReason: ReasonReachable, wantTLS: metav1.ConditionFalse},
+		{name: "require", obs: observation{info: database.Info{Version: "15"}, sslMode: "require", at: t0}, wantReason: ReasonReachable, wantTLS: metav1.ConditionFalse},
+		{name: "disable", obs: observation{info: database.Info{Version: "15"}, sslMode: "disable", at: t0}, wantReason: ReasonReachable, wantTLS: metav1.ConditionFalse},
+		{name: "Secret elsewhere", obs: observation{err: fmt.Errorf("%w: namespace team-a", database.ErrCredentialsNotAllowed), at: t0},
 			wantReason: ReasonCredentialsNotAllowed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

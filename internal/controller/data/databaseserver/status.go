@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/kit"
 )
 
@@ -68,9 +68,9 @@ func computeStatus(s *datav1alpha1.DatabaseServer, obs observation) datav1alpha1
 	if obs.err != nil {
 		reason := ReasonUnreachable
 		switch {
-		case errors.Is(obs.err, engine.ErrCredentialsNotAllowed):
+		case errors.Is(obs.err, database.ErrCredentialsNotAllowed):
 			reason = ReasonCredentialsNotAllowed
-		case errors.Is(obs.err, engine.ErrCredentials):
+		case errors.Is(obs.err, database.ErrCredentials):
 			reason = ReasonCredentialsMissing
 		}
 		st.Reachable = false

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 func TestComputeStatus(t *testing.T) {
@@ -23,10 +23,10 @@ func TestComputeStatus(t *testing.T) {
 		wantReason    string
 		wantInUse     int32
 	}{
-		{name: "reachable", obs: observation{info: engine.Info{Version: "15.14", OwnedDatabases: 3}, at: t0},
+		{name: "reachable", obs: observation{info: database.Info{Version: "15.14", OwnedDatabases: 3}, at: t0},
 			wantReachable: true, wantReason: ReasonReachable, wantInUse: 3},
-		{name: "unreachable", obs: observation{err: engine.ErrUnreachable, at: t0}, wantReason: ReasonUnreachable},
-		{name: "credentials", obs: observation{err: errors.Join(engine.ErrCredentials, errors.New("no Secret")), at: t0}, wantReason: ReasonCredentialsMissing},
+		{name: "unreachable", obs: observation{err: database.ErrUnreachable, at: t0}, wantReason: ReasonUnreachable},
+		{name: "credentials", obs: observation{err: errors.Join(database.ErrCredentials, errors.New("no Secret")), at: t0}, wantReason: ReasonCredentialsMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &datav1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: "pg", Generation: 2}, Spec: datav1alpha1.DatabaseServerSpec{Host: "h", Port: 5432}}
@@ -59,7 +59,7 @@ func TestComputeStatusWhileDeleting(t *testing.T) {
 	}{
 		{name: "two users", obs: observation{deleting: true, users: []string{"a/x", "b/y"}, at: t0},
 			wantMessage: "waiting for 2 DevDatabase(s) that use this server to be deleted (their databases are dropped first): a/x, b/y", wantReach: metav1.ConditionTrue},
-		{name: "many users, unreachable", obs: observation{deleting: true, err: engine.ErrUnreachable, users: []string{"n/1", "n/2", "n/3", "n/4", "n/5", "n/6", "n/7"}, at: t0},
+		{name: "many users, unreachable", obs: observation{deleting: true, err: database.ErrUnreachable, users: []string{"n/1", "n/2", "n/3", "n/4", "n/5", "n/6", "n/7"}, at: t0},
 			wantMessage: "n/1, n/2, n/3, n/4, n/5 and 2 more", wantReach: metav1.ConditionFalse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,11 +88,11 @@ func TestComputeStatusNamesTheEngine(t *testing.T) {
 		obs     observation
 		wantMsg string
 	}{
-		{datav1alpha1.DatabaseServerSpec{Engine: datav1alpha1.EngineMySQL, Host: "h"}, observation{info: engine.Info{Version: "10.11.19-MariaDB-0+deb12u1"}, at: t0}, "MariaDB 10.11.19-MariaDB-0+deb12u1; 0 DevDatabase(s)"},
-		{datav1alpha1.DatabaseServerSpec{Engine: datav1alpha1.EngineMySQL, Host: "h"}, observation{info: engine.Info{Version: "8.4.3"}, at: t0}, "MySQL 8.4.3"},
-		{datav1alpha1.DatabaseServerSpec{Engine: datav1alpha1.EnginePostgres, Host: "h"}, observation{info: engine.Info{Version: "15.14"}, at: t0}, "PostgreSQL 15.14"},
-		{datav1alpha1.DatabaseServerSpec{Engine: datav1alpha1.EngineMySQL, Host: "h"}, observation{err: engine.ErrUnreachable, at: t0}, "Cannot use server h:3306"},
-		{datav1alpha1.DatabaseServerSpec{Host: "h"}, observation{err: engine.ErrUnreachable, at: t0}, "Cannot use server h:5432"},
+		{datav1alpha1.DatabaseServerSpec{Engine: datav1alpha1.EngineMySQL, Host: "h"}, observation{info: database.Info{Version: "10.11.19-MariaDB-0+deb12u1"}, at: t0}, "MariaDB 10.11.19-MariaDB-0+deb12u1; 0 DevDatabase(s)"},
+		{datav1alpha1.DatabaseServerSpec{Engine: datav1alpha1.EngineMySQL, Host: "h"}, observation{info: database.Info{Version: "8.4.3"}, at: t0}, "MySQL 8.4.3"},
+		{datav1alpha1.DatabaseServerSpec{Engine: datav1alpha1.EnginePostgres, Host: "h"}, observation{info: database.Info{Version: "15.14"}, at: t0}, "PostgreSQL 15.14"},
+		{datav1alpha1.DatabaseServerSpec{Engine: datav1alpha1.EngineMySQL, Host: "h"}, observation{err: database.ErrUnreachable, at: t0}, "Cannot use server h:3306"},
+		{datav1alpha1.DatabaseServerSpec{Host: "h"}, observation{err: database.ErrUnreachable, at: t0}, "Cannot use server h:5432"},
 	} {
 		st := computeStatus(&datav1alpha1.DatabaseServer{Spec: tc.spec}, tc.obs)
 		if c := meta.FindStatusCondition(st.Conditions, datav1alpha1.ConditionReady); c == nil || !strings.Contains(c.Message, tc.wantMsg) {

@@ -14,9 +14,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
-	"orderly.dev/orderly/internal/controller/data/engine/mysql"
-	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/database"
+	"orderly.dev/orderly/internal/database/mysql"
+	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/testenv"
 	"orderly.dev/orderly/internal/testmysql"
@@ -65,7 +65,7 @@ func TestMain(m *testing.M) {
 		if err := k.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
 			return nil, err
 		}
-		connector := engine.Engines{"postgres": postgres.NewConnector(), "mysql": mysql.NewConnector()}
+		connector := database.Engines{"postgres": postgres.NewConnector(), "mysql": mysql.NewConnector()}
 		stop, err := e.StartManager(kit.Deps{Databases: connector, Namespace: managerNamespace}, []kit.Controller{withRecheckEvery(recheck)})
 		return func() {
 			if stop != nil {

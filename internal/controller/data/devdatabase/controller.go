@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
@@ -59,7 +59,7 @@ type Reconciler struct {
 	// write loses its optimistic lock.
 	APIReader client.Reader
 	Recorder  kit.Recorder
-	Connector engine.Connector
+	Connector database.Connector
 	Clock     clock.PassiveClock
 	// Namespace is the manager's namespace, the only one servers' Secrets are read from.
 	Namespace string
@@ -294,7 +294,7 @@ func (r *Reconciler) finalize(ctx context.Context, d *datav1alpha1.DevDatabase) 
 				log.FromContext(ctx).Error(uerr, "Updating DevDatabase status while deleting")
 			}
 			switch {
-			case errors.Is(err, engine.ErrNotOwned):
+			case errors.Is(err, database.ErrNotOwned):
 				// Never drop what is not ours; the person deleting must act.
 				r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, ReasonNotOwned, "Delete", "%v; left in place", err)
 			case d.Annotations[datav1alpha1.AbandonAnnotation] == "true":

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/testpg"
 )
 
@@ -378,7 +378,7 @@ func neverTouchesWhatIsNotItsOwn(t *testing.T, b *backend) {
 	// the UID (and the engine, which is not known yet: MySQL's name is another).
 	role := got.Status.Role
 	if b.engine == datav1alpha1.EngineMySQL {
-		_, role = engine.NamesFor(string(b.engine), string(got.UID))
+		_, role = database.NamesFor(string(b.engine), string(got.UID))
 	}
 	b.createRole(t, role)
 	s := b.newServer(t, nil)

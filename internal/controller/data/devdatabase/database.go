@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/kit"
 )
 
@@ -56,7 +56,7 @@ func warnAt(d *datav1alpha1.DevDatabase, maxTTL time.Duration) time.Time {
 }
 
 func databaseName(d *datav1alpha1.DevDatabase) string {
-	db, _ := engine.Names(string(d.UID))
+	db, _ := database.Names(string(d.UID))
 	return db
 }
 
@@ -69,12 +69,12 @@ func secretName(d *datav1alpha1.DevDatabase) string {
 
 // engineDatabase is d's database on server s: its role expires with it, and it is
 // touched only on the server it was created on. Its users have no passwords yet.
-func engineDatabase(d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) engine.Database {
-	db, role := engine.NamesFor(string(s.Spec.Engine), string(d.UID))
-	out := engine.Database{Name: db, Role: role, OwnerUID: string(d.UID), Extensions: d.Spec.Extensions,
+func engineDatabase(d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) database.Database {
+	db, role := database.NamesFor(string(s.Spec.Engine), string(d.UID))
+	out := database.Database{Name: db, Role: role, OwnerUID: string(d.UID), Extensions: d.Spec.Extensions,
 		ValidUntil: expiryOf(d, s.Spec.MaxTTL.Duration), ServerID: d.Status.ServerIdentity}
 	for _, u := range d.Spec.Users {
-		out.Users = append(out.Users, engine.User{Name: u.Name, Role: engine.UserRoleFor(string(s.Spec.Engine), string(d.UID), u.Name), Access: engine.Access(u.Access)})
+		out.Users = append(out.Users, database.User{Name: u.Name, Role: database.UserRoleFor(string(s.Spec.Engine), string(d.UID), u.Name), Access: database.Access(u.Access)})
 	}
 	return out
 }
@@ -89,8 +89,8 @@ func provisioned(d *datav1alpha1.DevDatabase) bool {
 
 // connect reads the server's credentials and connects. Its errors, and those of the
 // engine it returns, go through scrub before they reach status or Events.
-func (r *Reconciler) connect(ctx context.Context, s *datav1alpha1.DatabaseServer) (engine.Engine, engine.Server, error) {
-	srv, err := engine.ServerFor(ctx, r.APIReader, s, r.Namespace)
+func (r *Reconciler) connect(ctx context.Context, s *datav1alpha1.DatabaseServer) (database.Engine, database.Server, error) {
+	srv, err := database.ServerFor(ctx, r.APIReader, s, r.Namespace)
 	if err != nil {
 		return nil, srv, scrub(err, s, srv)
 	}
@@ -112,12 +112,12 @@ func (e *scrubbed) Unwrap() error { return e.err }
 
 // scrub rewrites err for a DevDatabase's eyes: credential problems become a
 // pointer to the DatabaseServer, and the admin user's name is replaced.
-func scrub(err error, s *datav1alpha1.DatabaseServer, srv engine.Server) error {
+func scrub(err error, s *datav1alpha1.DatabaseServer, srv database.Server) error {
 	if err == nil {
 		return nil
 	}
 	switch {
-	case errors.Is(err, engine.ErrCredentialsNotAllowed), errors.Is(err, engine.ErrCredentials):
+	case errors.Is(err, database.ErrCredentialsNotAllowed), errors.Is(err, database.ErrCredentials):
 		return &scrubbed{err: err, msg: fmt.Sprintf("DatabaseServer %s cannot be used: its admin credentials are not available to Orderly (the DatabaseServer's status says why; its administrators can fix it)", s.Name)}
 	}
 	// The engine's messages do not quote the admin user; this catches what a server
@@ -290,7 +290,7 @@ func (r *Reconciler) ensure(ctx context.Context, d *datav1alpha1.DevDatabase, s 
 	if p := passwordFrom(current); p != "" {
 		db.Password = p
 	} else {
-		db.Password, db.SetPassword = engine.Password(), true
+		db.Password, db.SetPassword = database.Password(), true
 	}
 	userSecrets := make([]*corev1.Secret, len(db.Users))
 	for i := range db.Users {
@@ -301,7 +301,7 @@ func (r *Reconciler) ensure(ctx context.Context, d *datav1alpha1.DevDatabase, s 
 		if p := passwordFrom(userSecrets[i]); p != "" {
 			u.Password = p
 		} else {
-			u.Password, u.SetPassword = engine.Password(), true
+			u.Password, u.SetPassword = database.Password(), true
 		}
 	}
 	res, err := e.Ensure(ctx, db)
@@ -332,7 +332,7 @@ func (r *Reconciler) ensure(ctx context.Context, d *datav1alpha1.DevDatabase, s 
 	var users []datav1alpha1.DevDatabaseUserStatus
 	for i, u := range db.Users {
 		name := userSecretName(d, u.Name)
-		data, err := secretData(srv, engine.Database{Name: db.Name, Role: u.Role, Password: u.Password}, ts)
+		data, err := secretData(srv, database.Database{Name: db.Name, Role: u.Role, Password: u.Password}, ts)
 		if err != nil {
 			return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonInvalidSecretTemplate, serverID: res.ServerID, reachable: true,
 				message: err.Error() + "; correct spec.secretTemplate"}
@@ -361,10 +361,10 @@ func (r *Reconciler) ensure(ctx context.Context, d *datav1alpha1.DevDatabase, s 
 }
 
 // drop drops or releases the database and roles according to deletionPolicy.
-func (r *Reconciler) drop(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) (engine.DropResult, error) {
+func (r *Reconciler) drop(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) (database.DropResult, error) {
 	e, srv, err := r.connect(ctx, s)
 	if err != nil {
-		return engine.DropResult{}, err
+		return database.DropResult{}, err
 	}
 	retain := d.Spec.DeletionPolicy == datav1alpha1.DatabaseDeletionPolicyRetain
 	res, err := e.Drop(ctx, engineDatabase(d, s), retain)
@@ -377,7 +377,7 @@ func (r *Reconciler) drop(ctx context.Context, d *datav1alpha1.DevDatabase, s *d
 }
 
 // dropNote says what a drop did, for its Event.
-func dropNote(d *datav1alpha1.DevDatabase, res engine.DropResult) string {
+func dropNote(d *datav1alpha1.DevDatabase, res database.DropResult) string {
 	what := "dropped"
 	if d.Spec.DeletionPolicy == datav1alpha1.DatabaseDeletionPolicyRetain {
 		what = "retained (its roles were dropped)"

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/testmysql"
 	"orderly.dev/orderly/internal/testpg"
 )
@@ -274,7 +274,7 @@ func newPGBackend(srv *testpg.Server) *backend {
 		return &downServer{backend: newPGBackend(srv), Stop: srv.Stop, StartAgain: srv.StartAgain}
 	}
 	b.userRole = func(d *datav1alpha1.DevDatabase, name string) string {
-		return engine.UserRoleFor(string(datav1alpha1.EnginePostgres), string(d.UID), name)
+		return database.UserRoleFor(string(datav1alpha1.EnginePostgres), string(d.UID), name)
 	}
 	return b
 }
@@ -337,7 +337,7 @@ func newMariaBackend(srv *testmysql.Server) *backend {
 		return &downServer{backend: newMariaBackend(srv), Stop: srv.Stop, StartAgain: srv.StartAgain}
 	}
 	b.userRole = func(d *datav1alpha1.DevDatabase, name string) string {
-		return engine.UserRoleFor(string(datav1alpha1.EngineMySQL), string(d.UID), name)
+		return database.UserRoleFor(string(datav1alpha1.EngineMySQL), string(d.UID), name)
 	}
 	return b
 }

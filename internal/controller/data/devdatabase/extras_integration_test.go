@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
-	"orderly.dev/orderly/internal/controller/data/engine/mysql"
-	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/database"
+	"orderly.dev/orderly/internal/database/mysql"
+	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/kit"
 )
 
@@ -258,7 +258,7 @@ func initRunsOnceAsTheDatabaseRole(t *testing.T, b *backend) {
 	cm.Data["init.sql"] = "INSERT INTO runs DEFAULT VALUES;"
 	g.Expect(k.Update(ctx, cm)).To(Succeed())
 	poke(t, d)
-	connector := engine.Engines{string(datav1alpha1.EnginePostgres): postgres.NewConnector(), string(datav1alpha1.EngineMySQL): mysql.NewConnector()}
+	connector := database.Engines{string(datav1alpha1.EnginePostgres): postgres.NewConnector(), string(datav1alpha1.EngineMySQL): mysql.NewConnector()}
 	defer connector.Close()
 	fresh := &Reconciler{Client: k, APIReader: k, Connector: connector, Clock: clk, Namespace: managerNamespace}
 	for range 3 {

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/kit"
 )
 
@@ -48,7 +48,7 @@ var errInitRecorded = errors.New("the init run was recorded meanwhile")
 
 // initialize runs spec.init once and reports whether the DevDatabase may be Ready
 // (done); otherwise the outcome says why not.
-func (r *Reconciler) initialize(ctx context.Context, d *datav1alpha1.DevDatabase, e engine.Engine, db engine.Database, s *datav1alpha1.DatabaseServer, srv engine.Server) (outcome, bool) {
+func (r *Reconciler) initialize(ctx context.Context, d *datav1alpha1.DevDatabase, e database.Engine, db database.Database, s *datav1alpha1.DatabaseServer, srv database.Server) (outcome, bool) {
 	if d.Status.Init == nil {
 		if out, ok := r.runInit(ctx, d, e, db, s, srv); !ok {
 			return out, false
@@ -61,17 +61,17 @@ func (r *Reconciler) initialize(ctx context.Context, d *datav1alpha1.DevDatabase
 			return outcomeFor(scrub(err, s, srv), datav1alpha1.PhasePending), false
 		}
 		switch state {
-		case engine.TxnInProgress:
+		case database.TxnInProgress:
 			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonInitRunning, reachable: true, retry: recheckInitRunning,
 				message: "The init SQL is running (its transaction is still open on the server)"}, false
-		case engine.TxnCommitted:
+		case database.TxnCommitted:
 			if err := r.finishInit(ctx, d, datav1alpha1.InitSucceededState, "Succeeded; its outcome was read back from the server after Orderly lost the answer"); err != nil {
 				return outcome{phase: datav1alpha1.PhasePending, reason: ReasonInitRunning, message: err.Error(), err: err}, false
 			}
 			countInit(s.Name, true)
 		default:
 			msg := "Interrupted: Orderly lost its connection or stopped while the SQL ran, and the server rolled it back (nothing of it applied)"
-			if state == engine.TxnUnknown {
+			if state == database.TxnUnknown {
 				msg = "Interrupted: Orderly lost its connection or stopped while the SQL ran, and the server can no longer say whether it committed"
 			}
 			msg += "; it is not run again: apply it by hand, or create a new DevDatabase"
@@ -90,7 +90,7 @@ func (r *Reconciler) initialize(ctx context.Context, d *datav1alpha1.DevDatabase
 
 // runInit reads the SQL and runs it, recording the run in status.init. It returns
 // false with an outcome when the DevDatabase cannot be Ready yet.
-func (r *Reconciler) runInit(ctx context.Context, d *datav1alpha1.DevDatabase, e engine.Engine, db engine.Database, s *datav1alpha1.DatabaseServer, srv engine.Server) (outcome, bool) {
+func (r *Reconciler) runInit(ctx context.Context, d *datav1alpha1.DevDatabase, e database.Engine, db database.Database, s *datav1alpha1.DatabaseServer, srv database.Server) (outcome, bool) {
 	ref := d.Spec.Init.ConfigMapRef
 	pending := func(reason, msg string) (outcome, bool) {
 		return outcome{phase: datav1alpha1.PhasePending, reason: reason, message: msg, reachable: true, retry: recheckInitSource,
@@ -137,7 +137,7 @@ func (r *Reconciler) runInit(ctx context.Context, d *datav1alpha1.DevDatabase, e
 		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonInitSucceeded, "Initialize", "Ran the init SQL of ConfigMap %s key %s in database %s", ref.Name, ref.Key, db.Name)
 		countInit(s.Name, true)
 		return outcome{}, true
-	case errors.Is(err, engine.ErrInit):
+	case errors.Is(err, database.ErrInit):
 		msg := kit.Truncate(scrub(err, s, srv).Error(), 900)
 		if ferr := r.finishInit(ctx, d, datav1alpha1.InitFailedState, msg); ferr != nil {
 			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonInitRunning, message: ferr.Error(), err: ferr}, false

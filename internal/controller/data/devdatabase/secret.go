@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
-	"orderly.dev/orderly/internal/controller/data/engine/mysql"
+	"orderly.dev/orderly/internal/database"
+	"orderly.dev/orderly/internal/database/mysql"
 	"orderly.dev/orderly/internal/labels"
 )
 
@@ -60,7 +60,7 @@ func userSecretName(d *datav1alpha1.DevDatabase, user string) string {
 // generates: the Secret is editable by the namespace's users, and what it says is
 // theirs, not ours. Empty otherwise.
 func passwordFrom(sec *corev1.Secret) string {
-	if sec != nil && engine.ValidPassword(string(sec.Data[datav1alpha1.SecretKeyPassword])) {
+	if sec != nil && database.ValidPassword(string(sec.Data[datav1alpha1.SecretKeyPassword])) {
 		return string(sec.Data[datav1alpha1.SecretKeyPassword])
 	}
 	return ""
@@ -68,7 +68,7 @@ func passwordFrom(sec *corev1.Secret) string {
 
 // connectionData is a Secret's content for db's login role db.Role (a user's
 // Secret gets a Database whose Role and Password are the user's).
-func connectionData(srv engine.Server, d engine.Database) map[string][]byte {
+func connectionData(srv database.Server, d database.Database) map[string][]byte {
 	if srv.Engine == string(datav1alpha1.EngineMySQL) {
 		return mysql.ConnectionData(srv, d)
 	}
@@ -102,7 +102,7 @@ func connectionData(srv engine.Server, d engine.Database) map[string][]byte {
 }
 
 // secretData is connectionData plus the keys of spec.secretTemplate rendered over it.
-func secretData(srv engine.Server, d engine.Database, ts secretTemplates) (map[string][]byte, error) {
+func secretData(srv database.Server, d database.Database, ts secretTemplates) (map[string][]byte, error) {
 	data := connectionData(srv, d)
 	extra, err := ts.render(templateData{Host: srv.Host, Port: string(data[datav1alpha1.SecretKeyPort]), Database: d.Name, Username: d.Role, Password: d.Password})
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 	"orderly.dev/orderly/internal/testmysql"

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/labels"
 )
 
@@ -73,7 +73,7 @@ func TestComputeStatusRecordsTheServerIdentity(t *testing.T) {
 		t.Fatalf("serverIdentity = %q", st.ServerIdentity)
 	}
 	d.Status = st
-	if st := computeStatus(d, outcomeFor(engine.ErrUnreachable, datav1alpha1.PhasePending), created); st.ServerIdentity != "7311" {
+	if st := computeStatus(d, outcomeFor(database.ErrUnreachable, datav1alpha1.PhasePending), created); st.ServerIdentity != "7311" {
 		t.Errorf("kept while unreachable: %q", st.ServerIdentity)
 	}
 	if st := computeStatus(d, outcome{phase: datav1alpha1.PhaseExpired, reason: ReasonExpired}, created.Add(25*time.Hour)); st.ServerIdentity != "" {
@@ -87,9 +87,9 @@ func TestOutcomeForSecurityErrors(t *testing.T) {
 		wantReason string
 		wantRetry  bool
 	}{
-		{fmt.Errorf("%w: adminCredentialsSecretRef names namespace team-a", engine.ErrCredentialsNotAllowed), ReasonCredentialsNotAllowed, false},
-		{fmt.Errorf("%w: created on 1, now 2", engine.ErrServerChanged), ReasonServerChanged, false},
-		{fmt.Errorf("%w: dropping database: lock timeout", engine.ErrTimeout), ReasonTimeout, true},
+		{fmt.Errorf("%w: adminCredentialsSecretRef names namespace team-a", database.ErrCredentialsNotAllowed), ReasonCredentialsNotAllowed, false},
+		{fmt.Errorf("%w: created on 1, now 2", database.ErrServerChanged), ReasonServerChanged, false},
+		{fmt.Errorf("%w: dropping database: lock timeout", database.ErrTimeout), ReasonTimeout, true},
 	} {
 		o := outcomeFor(tc.err, datav1alpha1.PhaseDeleting)
 		if o.reason != tc.wantReason || (o.err != nil) != tc.wantRetry || o.phase != datav1alpha1.PhaseDeleting {
@@ -103,11 +103,11 @@ func TestOutcomeForSecurityErrors(t *testing.T) {
 func TestScrub(t *testing.T) {
 	s := &datav1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Spec: datav1alpha1.DatabaseServerSpec{
 		AdminCredentialsSecretRef: datav1alpha1.SecretReference{Namespace: "orderly-system", Name: "pg-admin-creds"}}}
-	srv := engine.Server{Username: "platform_admin"}
+	srv := database.Server{Username: "platform_admin"}
 	for _, err := range []error{
-		fmt.Errorf("%w: reading Secret orderly-system/pg-admin-creds (adminCredentialsSecretRef): not found", engine.ErrCredentials),
-		fmt.Errorf("%w: adminCredentialsSecretRef names namespace x; Secret pg-admin-creds", engine.ErrCredentialsNotAllowed),
-		fmt.Errorf("%w: looking up role: password authentication failed for user \"platform_admin\"", engine.ErrUnreachable),
+		fmt.Errorf("%w: reading Secret orderly-system/pg-admin-creds (adminCredentialsSecretRef): not found", database.ErrCredentials),
+		fmt.Errorf("%w: adminCredentialsSecretRef names namespace x; Secret pg-admin-creds", database.ErrCredentialsNotAllowed),
+		fmt.Errorf("%w: looking up role: password authentication failed for user \"platform_admin\"", database.ErrUnreachable),
 		errors.New("permission denied to create role; platform_admin lacks CREATEROLE"),
 	} {
 		got := scrub(err, s, srv)
@@ -164,12 +164,12 @@ func (l fakeLabels) Get(k string) string            { return l[k] }
 func (l fakeLabels) Lookup(k string) (string, bool) { v, ok := l[k]; return v, ok }
 
 func TestConnectionDataCarriesTheCA(t *testing.T) {
-	data := connectionData(engine.Server{Host: "db.example", Port: 5432, CACert: []byte("-----BEGIN CERTIFICATE-----")},
-		engine.Database{Name: "orderly_x", Role: "orderly_x", Password: "P"})
+	data := connectionData(database.Server{Host: "db.example", Port: 5432, CACert: []byte("-----BEGIN CERTIFICATE-----")},
+		database.Database{Name: "orderly_x", Role: "orderly_x", Password: "P"})
 	if string(data[datav1alpha1.SecretKeyCACert]) != "-----BEGIN CERTIFICATE-----" || !strings.Contains(string(data[datav1alpha1.SecretKeyURI]), "sslmode=verify-full") {
 		t.Errorf("data = %s", data)
 	}
-	if _, has := connectionData(engine.Server{Host: "h", Port: 1}, engine.Database{})[datav1alpha1.SecretKeyCACert]; has {
+	if _, has := connectionData(database.Server{Host: "h", Port: 1}, database.Database{})[datav1alpha1.SecretKeyCACert]; has {
 		t.Error("ca.crt without a CA")
 	}
 }

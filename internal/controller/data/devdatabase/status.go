@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/kit"
 )
 
@@ -109,29 +109,29 @@ func (o outcome) on(s *datav1alpha1.DatabaseServer) outcome {
 // outcomeFor maps an engine or credentials error to a condition.
 func outcomeFor(err error, phase datav1alpha1.DevDatabasePhase) outcome {
 	switch {
-	case errors.Is(err, engine.ErrCredentialsNotAllowed):
+	case errors.Is(err, database.ErrCredentialsNotAllowed):
 		return outcome{phase: phase, reason: ReasonCredentialsNotAllowed, message: err.Error(), retry: recheckFailed}
-	case errors.Is(err, engine.ErrServerChanged):
+	case errors.Is(err, database.ErrServerChanged):
 		return outcome{phase: phase, reason: ReasonServerChanged, reachable: true, retry: recheckFailed,
 			message: fmt.Sprintf("%v; Orderly creates and drops nothing there. Point the DatabaseServer back at that server, or delete this DevDatabase with the annotation %s=true to leave the database behind",
 				err, datav1alpha1.AbandonAnnotation)}
-	case errors.Is(err, engine.ErrTimeout):
+	case errors.Is(err, database.ErrTimeout):
 		return outcome{phase: phase, reason: ReasonTimeout, reachable: true, err: err, message: fmt.Sprintf("%v; retrying", err)}
-	case errors.Is(err, engine.ErrCredentials):
+	case errors.Is(err, database.ErrCredentials):
 		return outcome{phase: phase, reason: ReasonCredentialsMissing, message: err.Error(), err: err}
-	case errors.Is(err, engine.ErrUnreachable):
+	case errors.Is(err, database.ErrUnreachable):
 		return outcome{phase: phase, reason: ReasonServerUnreachable, message: err.Error(), unreachable: true, err: err}
-	case errors.Is(err, engine.ErrTemplateInUse):
+	case errors.Is(err, database.ErrTemplateInUse):
 		return outcome{phase: phase, reason: ReasonTemplateInUse, reachable: true, retry: recheckTemplate,
 			message: fmt.Sprintf("Cannot clone yet: %v; close the connections to the template database. Retrying", err)}
-	case errors.Is(err, engine.ErrTemplateMissing):
+	case errors.Is(err, database.ErrTemplateMissing):
 		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonTemplateNotFound, reachable: true, retry: recheckFailed, message: err.Error()}
-	case errors.Is(err, engine.ErrNotOwned):
+	case errors.Is(err, database.ErrNotOwned):
 		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonNotOwned, reachable: true,
 			message: fmt.Sprintf("%v: Orderly never alters or drops what it did not create", err)}
-	case errors.Is(err, engine.ErrEngineUnsupported):
+	case errors.Is(err, database.ErrEngineUnsupported):
 		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonCreateFailed, reachable: true, retry: recheckFailed, message: err.Error()}
-	case errors.Is(err, engine.ErrExtension):
+	case errors.Is(err, database.ErrExtension):
 		return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonExtensionFailed, reachable: true, retry: recheckFailed, message: err.Error()}
 	default:
 		return outcome{phase: phase, reason: ReasonCreateFailed, message: err.Error(), reachable: true, err: err}
@@ -160,7 +160,7 @@ func computeStatus(d *datav1alpha1.DevDatabase, o outcome, now time.Time) datav1
 		st.Phase = o.phase
 	}
 	if o.serverRead || st.Role == "" {
-		st.Database, st.Role = engine.NamesFor(o.engine, string(d.UID))
+		st.Database, st.Role = database.NamesFor(o.engine, string(d.UID))
 	}
 	st.SecretName = ""
 	if st.Phase == datav1alpha1.PhaseReady {

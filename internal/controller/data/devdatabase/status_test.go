@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 func devDB(ttl time.Duration, created time.Time) *datav1alpha1.DevDatabase {
@@ -36,7 +36,7 @@ func TestComputeStatus(t *testing.T) {
 			wantPhase: datav1alpha1.PhaseReady, wantReady: metav1.ConditionTrue, wantExpiringSoon: metav1.ConditionFalse, wantReachable: metav1.ConditionTrue, wantSecret: "app"},
 		{name: "ready, within the last hour", now: created.Add(23*time.Hour + time.Minute), out: outcome{phase: datav1alpha1.PhaseReady, reason: ReasonReady, reachable: true},
 			wantPhase: datav1alpha1.PhaseReady, wantReady: metav1.ConditionTrue, wantExpiringSoon: metav1.ConditionTrue, wantReachable: metav1.ConditionTrue, wantSecret: "app"},
-		{name: "unreachable", now: created.Add(time.Hour), out: outcomeFor(engine.ErrUnreachable, datav1alpha1.PhasePending),
+		{name: "unreachable", now: created.Add(time.Hour), out: outcomeFor(database.ErrUnreachable, datav1alpha1.PhasePending),
 			wantPhase: datav1alpha1.PhasePending, wantReady: metav1.ConditionFalse, wantExpiringSoon: metav1.ConditionFalse, wantReachable: metav1.ConditionFalse},
 		{name: "expired", now: created.Add(25 * time.Hour), out: outcome{phase: datav1alpha1.PhaseExpired, reason: ReasonExpired, reachable: true},
 			wantPhase: datav1alpha1.PhaseExpired, wantReady: metav1.ConditionFalse, wantExpiringSoon: metav1.ConditionFalse, wantReachable: metav1.ConditionTrue},
@@ -90,8 +90,8 @@ func TestRequeueAfterAimsAtWarningThenExpiry(t *testing.T) {
 }
 
 func TestConnectionData(t *testing.T) {
-	data := connectionData(engine.Server{Host: "db.example", Port: 5433, SSLMode: "require"},
-		engine.Database{Name: "orderly_x", Role: "orderly_x", Password: "p@ss/w:rd"})
+	data := connectionData(database.Server{Host: "db.example", Port: 5433, SSLMode: "require"},
+		database.Database{Name: "orderly_x", Role: "orderly_x", Password: "p@ss/w:rd"})
 	u, err := url.Parse(string(data[datav1alpha1.SecretKeyURI]))
 	if err != nil {
 		t.Fatal(err)

@@ -17,9 +17,9 @@ import (
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/controller/data/databaseserver"
-	"orderly.dev/orderly/internal/controller/data/engine"
-	"orderly.dev/orderly/internal/controller/data/engine/mysql"
-	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/database"
+	"orderly.dev/orderly/internal/database/mysql"
+	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/testenv"
 	"orderly.dev/orderly/internal/testmysql"
@@ -96,7 +96,7 @@ func TestMain(m *testing.M) {
 		// enough for every statement of the other tests on a busy machine.
 		pgConnector.Timeouts = postgres.Timeouts{Statement: 5 * time.Second, Lock: 2 * time.Second, Grace: time.Second}
 		myConnector.Timeouts = mysql.Timeouts{Statement: 5 * time.Second, Lock: 2 * time.Second, Grace: time.Second}
-		connector := engine.Engines{string(datav1alpha1.EnginePostgres): pgConnector, string(datav1alpha1.EngineMySQL): myConnector}
+		connector := database.Engines{string(datav1alpha1.EnginePostgres): pgConnector, string(datav1alpha1.EngineMySQL): myConnector}
 		stop, err := e.StartManager(kit.Deps{Clock: clk, Databases: connector, Namespace: managerNamespace, Options: controller.Options{MaxConcurrentReconciles: 4}},
 			[]kit.Controller{Controller, databaseserver.Controller})
 		return func() {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 )
 
 func TestSecretTemplates(t *testing.T) {
@@ -92,12 +92,12 @@ func TestSecretDataRendersEachRolesValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := engine.Server{Host: "h", Port: 5432}
-	main, err := secretData(srv, engine.Database{Name: "d", Role: "owner", Password: "P1"}, ts)
+	srv := database.Server{Host: "h", Port: 5432}
+	main, err := secretData(srv, database.Database{Name: "d", Role: "owner", Password: "P1"}, ts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	user, err := secretData(srv, engine.Database{Name: "d", Role: "owner_reader", Password: "P2"}, ts)
+	user, err := secretData(srv, database.Database{Name: "d", Role: "owner_reader", Password: "P2"}, ts)
 	if err != nil {
 		t.Fatal(err)
 	}

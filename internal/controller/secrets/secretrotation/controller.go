@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/kit"
 )
 
@@ -59,7 +59,7 @@ type Reconciler struct {
 	// and DatabaseServers' admin credentials are read from it.
 	Namespace string
 	// Databases connects to the DatabaseServers of postgresRole generators.
-	Databases engine.Connector
+	Databases database.Connector
 }
 
 // +kubebuilder:rbac:groups=secrets.orderly.dev,resources=secretrotations,verbs=get;list;watch

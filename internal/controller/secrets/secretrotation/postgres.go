@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine"
-	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/database"
+	"orderly.dev/orderly/internal/database/postgres"
 )
 
 // roleRotator is what the postgresRole generator needs of an engine.
@@ -43,14 +43,14 @@ func rolePair(base, active string) (next string) {
 
 // rotator connects to the DatabaseServer a postgresRole generator names, after
 // checking that the server lets this namespace use it. Problems are reported on m.
-func (r *Reconciler) rotator(ctx context.Context, m *machine) (roleRotator, engine.Server, error) {
+func (r *Reconciler) rotator(ctx context.Context, m *machine) (roleRotator, database.Server, error) {
 	g := m.spec().Generator.PostgresRole
-	fail := func(reason, msg string, err error) (roleRotator, engine.Server, error) {
+	fail := func(reason, msg string, err error) (roleRotator, database.Server, error) {
 		m.problem = &problem{reason, msg}
 		if err == nil {
 			err = errors.New(msg)
 		}
-		return nil, engine.Server{}, err
+		return nil, database.Server{}, err
 	}
 	if r.Databases == nil {
 		return fail(ReasonServerFailed, "the manager has no database connector", nil)
@@ -75,7 +75,7 @@ func (r *Reconciler) rotator(ctx context.Context, m *machine) (roleRotator, engi
 			return fail(ReasonServerNotAllowed, fmt.Sprintf("DatabaseServer %s does not allow namespace %s (allowedNamespaces: %s)", s.Name, m.sr.Namespace, selector), nil)
 		}
 	}
-	srv, err := engine.ServerFor(ctx, r.APIReader, &s, r.Namespace)
+	srv, err := database.ServerFor(ctx, r.APIReader, &s, r.Namespace)
 	if err != nil {
 		// Neither the admin Secret's name nor its content goes into the status.
 		return fail(ReasonServerFailed, fmt.Sprintf("the admin credentials of DatabaseServer %s are unavailable (see its status)", s.Name), err)
@@ -92,7 +92,7 @@ func (r *Reconciler) rotator(ctx context.Context, m *machine) (roleRotator, engi
 }
 
 // scrub removes the admin's user name from a server's message.
-func scrub(err error, srv engine.Server) string {
+func scrub(err error, srv database.Server) string {
 	msg := err.Error()
 	if u := srv.Username; len(u) >= 3 {
 		msg = strings.ReplaceAll(msg, u, "<admin>")
@@ -110,7 +110,7 @@ func (r *Reconciler) generatePostgres(ctx context.Context, m *machine) (map[stri
 		return nil, err
 	}
 	to := rolePair(g.Role, m.st.Rotation.FromRole)
-	password := engine.Password()
+	password := database.Password()
 	if err := rot.SetRotatingRole(ctx, postgres.RotatingRole{Name: to, OwnerUID: string(m.sr.UID), Namespace: m.sr.Namespace,
 		Password: password, GrantRoles: g.GrantRoles}); err != nil {
 		m.problem = &problem{ReasonServerFailed, scrub(err, srv)}

@@ -18,7 +18,7 @@ import (
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
-	"orderly.dev/orderly/internal/controller/data/engine/postgres"
+	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/testpg"
 )
