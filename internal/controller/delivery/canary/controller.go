@@ -455,10 +455,14 @@ func (r *Reconciler) finalize(ctx context.Context, c *deliveryv1alpha1.Canary) (
 		return ctrl.Result{}, err
 	}
 	waited := r.clock().Since(c.DeletionTimestamp.Time)
-	if target != nil && !deploymentReady(target) && waited < releaseWait {
+	ready := target == nil
+	if target != nil {
+		ready, _ = kit.RolledOut(target, kit.RolloutComplete)
+	}
+	if !ready && waited < releaseWait {
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	if target != nil && !deploymentReady(target) {
+	if !ready {
 		r.Recorder.Eventf(c, target, corev1.EventTypeWarning, "TargetNotReady", "Delete",
 			"Deployment %s is not ready %s after the Canary's deletion; the primary goes anyway", target.Name, releaseWait)
 	}

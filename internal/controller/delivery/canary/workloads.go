@@ -145,19 +145,15 @@ func buildService(c *deliveryv1alpha1.Canary, variant string) *corev1.Service {
 	return s
 }
 
-// deploymentReady: the Deployment's controller has seen its current spec, and every
-// wanted replica is updated and available with no old one left.
-func deploymentReady(d *appsv1.Deployment) bool {
-	want := ptr.Deref(d.Spec.Replicas, 1)
-	s := d.Status
-	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
-}
-
+// variantStateOf is what the primary's or canary's Deployment says. Ready is
+// kit.RolloutComplete: every wanted replica updated and available, no pod of an older
+// template left.
 func variantStateOf(d *appsv1.Deployment) variantState {
 	if d == nil {
 		return variantState{}
 	}
-	return variantState{exists: true, revision: d.Annotations[deliveryv1alpha1.RevisionAnnotation], replicas: ptr.Deref(d.Spec.Replicas, 1), ready: deploymentReady(d)}
+	ready, _ := kit.RolledOut(d, kit.RolloutComplete)
+	return variantState{exists: true, revision: d.Annotations[deliveryv1alpha1.RevisionAnnotation], replicas: ptr.Deref(d.Spec.Replicas, 1), ready: ready}
 }
 
 // errNotOurs says that an object Orderly would create exists and is not this

@@ -2,6 +2,7 @@ package canary
 
 import (
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -74,20 +75,47 @@ func TestReplicasOf(t *testing.T) {
 	}
 }
 
-func TestDeploymentReady(t *testing.T) {
+func TestVariantReady(t *testing.T) {
 	d := targetDeployment(ptr.To[int32](2), nil)
 	d.Generation = 3
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2}
-	if !deploymentReady(d) {
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+	if !variantStateOf(d).ready {
 		t.Fatal("ready Deployment not ready")
 	}
 	d.Status.ObservedGeneration = 2
-	if deploymentReady(d) {
+	if variantStateOf(d).ready {
 		t.Fatal("a spec not yet seen by the Deployment controller counts as ready")
 	}
 	d.Status.ObservedGeneration, d.Status.Replicas = 3, 3
-	if deploymentReady(d) {
+	if variantStateOf(d).ready {
 		t.Fatal("an old pod still running counts as ready")
+	}
+}
+
+// Regression: a canary whose replica count is lowered during its analysis (the user
+// scales the target down) still runs the revision on every pod, all available, while
+// its surplus pods go. It used to count as not ready until they were gone (the old
+// rule wanted status.replicas == spec.replicas): its traffic went back to the primary
+// and the step's analysis window started again.
+func TestCanaryScaledDownKeepsItsTrafficAndStep(t *testing.T) {
+	w := newWorld(t, newCanary(weightStep(10, time.Minute), weightStep(50, time.Minute)))
+	w.step(nil)
+	w.step(nil)
+	w.target = "r2"
+	w.at(time.Second).step(nil)
+	w.at(2 * time.Second).step(nil)
+	w.expect(deliveryv1alpha1.PhaseProgressing, 0, 10)
+	started := w.c.Status.StepStartedAt
+
+	scalingDown := targetDeployment(ptr.To[int32](2), nil)
+	scalingDown.Annotations = map[string]string{deliveryv1alpha1.RevisionAnnotation: "r2"}
+	scalingDown.Generation = 4
+	scalingDown.Status = appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}
+	w.canary = variantStateOf(scalingDown)
+	w.at(10 * time.Second).step(nil)
+	w.expect(deliveryv1alpha1.PhaseProgressing, 0, 10)
+	if w.c.Status.StepStartedAt == nil || !w.c.Status.StepStartedAt.Equal(started) {
+		t.Fatalf("the step's window moved from %v to %v (%s)", started, w.c.Status.StepStartedAt, w.last.message)
 	}
 }
 

@@ -342,9 +342,9 @@ type applied struct {
 }
 
 // apply writes obj with server-side apply under the placement field manager, unless
-// an object of that name exists there that is not the policy's. It returns the
-// ready replicas the member reports for a workload. Where the watches show the
-// policy's copy with Orderly's fields as its last apply of the same object left
+// an object of that name exists there that is not the policy's. It returns how many
+// of a workload's replicas are ready on the member (readyOf). Where the watches show
+// the policy's copy with Orderly's fields as its last apply of the same object left
 // them, nothing is sent: a resync or a readiness change costs no request.
 func (m *memberSyncer) apply(ctx context.Context, key types.NamespacedName, uid types.UID, obj *unstructured.Unstructured) (int32, error) {
 	name := objKey(obj.GroupVersionKind(), obj.GetName())
@@ -381,8 +381,7 @@ func (m *memberSyncer) apply(ctx context.Context, key types.NamespacedName, uid 
 	}
 	m.wrote[key][name] = applied{resourceVersion: out.GetResourceVersion(), object: sum, fields: hashString(orderlyFields(out))}
 	m.mu.Unlock()
-	ready, _, _ := unstructured.NestedInt64(out.Object, "status", "readyReplicas")
-	return int32(ready), nil
+	return readyOf(out), nil
 }
 
 // purge deletes the policy's objects in its namespace on the member that want does

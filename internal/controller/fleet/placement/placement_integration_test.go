@@ -150,7 +150,8 @@ func TestDuplicateOverrideDriftAndOwnership(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Status.Replicas, d.Status.ReadyReplicas = 3, 3
+	// As the member's Deployment controller would, once it has rolled out the spec.
+	d.Status.ObservedGeneration, d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.ReadyReplicas = d.Generation, 3, 3, 3
 	if err := us.Status().Update(ctx, d); err != nil {
 		t.Fatal(err)
 	}

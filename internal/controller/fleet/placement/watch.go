@@ -30,6 +30,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
 
@@ -303,19 +304,19 @@ func orderlyFields(o client.Object) string {
 	return ""
 }
 
+// readyOf is how many of a copy's replicas count as ready: those the member reports
+// ready and running the spec Orderly applied (kit.RolloutReadyAtCount: none while the
+// member's controller has not seen it), at most its declared count; 0 for a kind
+// without replicas.
 func readyOf(o client.Object) int32 {
-	switch w := o.(type) {
-	case *appsv1.Deployment:
-		return w.Status.ReadyReplicas
-	case *appsv1.StatefulSet:
-		return w.Status.ReadyReplicas
-	}
-	return 0
+	r := kit.RolloutOf(o, kit.RolloutReadyAtCount)
+	return min(r.Ready, r.Want)
 }
 
 // slimCopy is the watches' transform: it keeps the copy's identity, version,
-// Orderly's labels, Orderly's managed fields entry (without its time) and a
-// workload's ready replicas, and drops everything else. Idempotent; a tombstone
+// Orderly's labels, Orderly's managed fields entry (without its time) and what a
+// workload's readiness is read from (readyOf: its replicas and the status counts
+// beside them), and drops everything else. Idempotent; a tombstone
 // passes as it is (its object was transformed when stored).
 func slimCopy(in any) (any, error) {
 	o, ok := in.(client.Object)
@@ -340,9 +341,11 @@ func slimCopy(in any) (any, error) {
 	}
 	switch w := o.(type) {
 	case *appsv1.Deployment:
-		return &appsv1.Deployment{TypeMeta: w.TypeMeta, ObjectMeta: om, Status: appsv1.DeploymentStatus{ReadyReplicas: w.Status.ReadyReplicas}}, nil
+		return &appsv1.Deployment{TypeMeta: w.TypeMeta, ObjectMeta: om, Spec: appsv1.DeploymentSpec{Replicas: w.Spec.Replicas},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: w.Status.ObservedGeneration, UpdatedReplicas: w.Status.UpdatedReplicas, ReadyReplicas: w.Status.ReadyReplicas}}, nil
 	case *appsv1.StatefulSet:
-		return &appsv1.StatefulSet{TypeMeta: w.TypeMeta, ObjectMeta: om, Status: appsv1.StatefulSetStatus{ReadyReplicas: w.Status.ReadyReplicas}}, nil
+		return &appsv1.StatefulSet{TypeMeta: w.TypeMeta, ObjectMeta: om, Spec: appsv1.StatefulSetSpec{Replicas: w.Spec.Replicas},
+			Status: appsv1.StatefulSetStatus{ObservedGeneration: w.Status.ObservedGeneration, ReadyReplicas: w.Status.ReadyReplicas}}, nil
 	case *metav1.PartialObjectMetadata:
 		return &metav1.PartialObjectMetadata{TypeMeta: w.TypeMeta, ObjectMeta: om}, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -42,7 +43,46 @@ func memberCopyOf(rv, orderlyFieldsJSON string, ready int32) *appsv1.Deployment 
 					FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)},
 			},
 		},
-		Status: appsv1.DeploymentStatus{Replicas: 3, ReadyReplicas: ready, ObservedGeneration: 4},
+		Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)},
+		Status: appsv1.DeploymentStatus{Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: ready, ObservedGeneration: 4},
+	}
+}
+
+// newSpec is d with a spec its member's controller has not seen yet.
+func newSpec(d *appsv1.Deployment) *appsv1.Deployment {
+	d.Generation = d.Status.ObservedGeneration + 1
+	return d
+}
+
+// Regression: the ready replicas of a copy counted whatever spec they ran, before the
+// member's controller had seen the one Orderly applied: a cluster was Ready straight
+// after a new template was placed, its old pods still serving.
+func TestReadyCountsOnlyTheAppliedSpec(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		obj  client.Object
+		want int32
+	}{
+		{"rolled out", memberCopyOf("5", `{}`, 3), 3},
+		{"new spec not seen yet", newSpec(memberCopyOf("5", `{}`, 3)), 0},
+		{"rolling: one pod updated", func() client.Object {
+			d := memberCopyOf("5", `{}`, 3)
+			d.Status.UpdatedReplicas = 1
+			return d
+		}(), 1},
+		{"surplus pods count up to the declared replicas", func() client.Object {
+			d := memberCopyOf("5", `{}`, 4)
+			d.Status.UpdatedReplicas = 4
+			return d
+		}(), 3},
+		{"not a workload", &metav1.PartialObjectMetadata{}, 0},
+	} {
+		slim, _ := slimCopy(tt.obj)
+		for what, o := range map[string]client.Object{"the member's copy": tt.obj, "the watch's slim copy": slim.(client.Object)} {
+			if got := readyOf(o); got != tt.want {
+				t.Errorf("%s, %s: ready %d, want %d", tt.name, what, got, tt.want)
+			}
+		}
 	}
 }
 
@@ -95,6 +135,7 @@ func TestCopyEventsQueueOnlyWhatMatters(t *testing.T) {
 		{name: "a field taken from Orderly", old: memberCopyOf("5", fields, 0), cur: memberCopyOf("6", `{"f:spec":{}}`, 0), wantQueue: true},
 		{name: "readiness changed", old: memberCopyOf("5", fields, 0), cur: memberCopyOf("6", fields, 3), wantQueue: true},
 		{name: "status only, readiness the same", old: memberCopyOf("5", fields, 1), cur: memberCopyOf("6", fields, 1)},
+		{name: "a new spec the member has not rolled out", old: memberCopyOf("5", fields, 3), cur: newSpec(memberCopyOf("6", fields, 3)), wantQueue: true},
 		{name: "Orderly's own write", old: memberCopyOf("5", fields, 0), cur: memberCopyOf("6", `{"f:spec":{}}`, 0), wroteRV: "6"},
 		{name: "a copy the plan no longer places", old: memberCopyOf("5", fields, 0), cur: memberCopyOf("6", fields, 3),
 			mutate: func(m *memberSyncer, k types.NamespacedName) { m.plans[k].Objects = nil }},

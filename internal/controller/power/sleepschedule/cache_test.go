@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/scheme"
 )
 
@@ -80,8 +81,8 @@ func TestTrimWorkloadKeepsWhatTheControllerReads(t *testing.T) {
 	if got, want := podRequests(&d.Spec.Template.Spec), podRequests(&full.Spec.Template.Spec); !apiequality.Semantic.DeepEqual(got, want) {
 		t.Errorf("pod requests %v, want %v", got, want)
 	}
-	if deploymentReady(d) != deploymentReady(full) {
-		t.Error("readiness differs from the full object's")
+	if got, want := kit.RolloutOf(d, kit.RolloutReadyAtCount), kit.RolloutOf(full, kit.RolloutReadyAtCount); got != want {
+		t.Errorf("readiness %+v differs from the full object's %+v", got, want)
 	}
 	// The rest is gone.
 	if len(d.ManagedFields) != 0 || len(d.Annotations) != 2 || d.Spec.Selector != nil || d.Spec.Template.Spec.Containers[0].Image != "" ||

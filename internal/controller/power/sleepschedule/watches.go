@@ -317,11 +317,9 @@ func sameSpecAndMetadata(o, n client.Object) bool {
 }
 
 func workloadReady(obj client.Object) bool {
-	switch w := obj.(type) {
-	case *appsv1.Deployment:
-		return deploymentReady(w)
-	case *appsv1.StatefulSet:
-		return statefulSetReady(w)
+	switch obj.(type) {
+	case *appsv1.Deployment, *appsv1.StatefulSet:
+		return rolledOut(obj)
 	}
 	return true
 }

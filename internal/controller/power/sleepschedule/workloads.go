@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // action is what one reconcile does to one workload.
@@ -215,7 +216,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 			d := &dl.Items[i]
 			add(&workload{kind: powerv1alpha1.KindDeployment, obj: d, value: replicasOf(d.Spec.Replicas),
 				podRequests: podRequests(&d.Spec.Template.Spec),
-				ready:       deploymentReady(d)})
+				ready:       rolledOut(d)})
 		}
 		var sl appsv1.StatefulSetList
 		if err := r.List(ctx, &sl, opts...); err != nil {
@@ -225,7 +226,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 			st := &sl.Items[i]
 			add(&workload{kind: powerv1alpha1.KindStatefulSet, obj: st, value: replicasOf(st.Spec.Replicas),
 				podRequests: podRequests(&st.Spec.Template.Spec),
-				ready:       statefulSetReady(st)})
+				ready:       rolledOut(st)})
 		}
 		var cl batchv1.CronJobList
 		if err := r.List(ctx, &cl, opts...); err != nil {
@@ -418,13 +419,9 @@ func (s *requestSum) list() corev1.ResourceList {
 
 func isConflict(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }
 
-// deploymentReady reports whether a Deployment runs its declared replicas, all updated and ready.
-func deploymentReady(d *appsv1.Deployment) bool {
-	want := replicasOf(d.Spec.Replicas)
-	return d.Status.ObservedGeneration >= d.Generation && d.Status.ReadyReplicas >= want && d.Status.UpdatedReplicas >= want
-}
-
-// statefulSetReady reports whether a StatefulSet runs its declared replicas, all ready.
-func statefulSetReady(st *appsv1.StatefulSet) bool {
-	return st.Status.ObservedGeneration >= st.Generation && st.Status.ReadyReplicas >= replicasOf(st.Spec.Replicas)
+// rolledOut says whether a woken workload serves again: at least its declared
+// replicas ready (kit.RolloutReadyAtCount).
+func rolledOut(o client.Object) bool {
+	ok, _ := kit.RolledOut(o, kit.RolloutReadyAtCount)
+	return ok
 }

@@ -2,7 +2,6 @@ package secretrotation
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -107,55 +106,4 @@ func selectConsumers(all []workload, secretName string, c secretsv1alpha1.Consum
 
 func compareRefs(a, b secretsv1alpha1.ConsumerRef) int {
 	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
-}
-
-// rolledOut says whether a workload's rollout of its current template is complete:
-// the controller saw the latest generation and every desired pod runs the current
-// template and is Ready, with no pod of an older template left. The message says
-// what it waits for.
-func rolledOut(o client.Object) (bool, string) {
-	switch w := o.(type) {
-	case *appsv1.Deployment:
-		want := int32(1)
-		if w.Spec.Replicas != nil {
-			want = *w.Spec.Replicas
-		}
-		s := w.Status
-		switch {
-		case s.ObservedGeneration < w.Generation:
-			return false, "waiting for the Deployment controller to see the new template"
-		case s.UpdatedReplicas < want || s.Replicas > s.UpdatedReplicas:
-			return false, fmt.Sprintf("%d of %d pods updated, %d in all", s.UpdatedReplicas, want, s.Replicas)
-		case s.ReadyReplicas < want || s.AvailableReplicas < want:
-			return false, fmt.Sprintf("%d of %d pods ready", s.ReadyReplicas, want)
-		}
-		return true, ""
-	case *appsv1.StatefulSet:
-		want := int32(1)
-		if w.Spec.Replicas != nil {
-			want = *w.Spec.Replicas
-		}
-		s := w.Status
-		switch {
-		case s.ObservedGeneration < w.Generation:
-			return false, "waiting for the StatefulSet controller to see the new template"
-		case s.UpdatedReplicas < want || (s.UpdateRevision != "" && s.CurrentRevision != s.UpdateRevision && want > 0):
-			return false, fmt.Sprintf("%d of %d pods updated", s.UpdatedReplicas, want)
-		case s.ReadyReplicas < want:
-			return false, fmt.Sprintf("%d of %d pods ready", s.ReadyReplicas, want)
-		}
-		return true, ""
-	case *appsv1.DaemonSet:
-		s := w.Status
-		switch {
-		case s.ObservedGeneration < w.Generation:
-			return false, "waiting for the DaemonSet controller to see the new template"
-		case s.UpdatedNumberScheduled < s.DesiredNumberScheduled:
-			return false, fmt.Sprintf("%d of %d pods updated", s.UpdatedNumberScheduled, s.DesiredNumberScheduled)
-		case s.NumberReady < s.DesiredNumberScheduled || s.NumberUnavailable > 0:
-			return false, fmt.Sprintf("%d of %d pods ready", s.NumberReady, s.DesiredNumberScheduled)
-		}
-		return true, ""
-	}
-	return false, "unknown kind"
 }

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
 )
@@ -74,34 +73,4 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-func TestRolledOut(t *testing.T) {
-	dep := func(gen, observed int64, replicas, updated, ready, available, total int32) *appsv1.Deployment {
-		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: gen}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas)},
-			Status: appsv1.DeploymentStatus{ObservedGeneration: observed, UpdatedReplicas: updated, ReadyReplicas: ready, AvailableReplicas: available, Replicas: total}}
-	}
-	tests := []struct {
-		name string
-		obj  client.Object
-		want bool
-	}{
-		{"complete", dep(2, 2, 2, 2, 2, 2, 2), true},
-		{"controller has not seen the new template", dep(3, 2, 2, 2, 2, 2, 2), false},
-		{"old pods left", dep(2, 2, 2, 2, 2, 2, 3), false},
-		{"new pods not ready (Pending)", dep(2, 2, 2, 2, 0, 0, 2), false},
-		{"scaled to zero", dep(2, 2, 0, 0, 0, 0, 0), true},
-		{"daemonset complete", &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, UpdatedNumberScheduled: 3, NumberReady: 3}}, true},
-		{"daemonset updating", &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, UpdatedNumberScheduled: 1, NumberReady: 3}}, false},
-		{"statefulset revisions differ", &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(1))}, Status: appsv1.StatefulSetStatus{UpdatedReplicas: 1, ReadyReplicas: 1, CurrentRevision: "a", UpdateRevision: "b"}}, false},
-	}
-	for _, tt := range tests {
-		w, ok := asWorkload(tt.obj)
-		if !ok {
-			t.Fatalf("%s: not a workload", tt.name)
-		}
-		if got, msg := rolledOut(w.obj); got != tt.want {
-			t.Errorf("%s: rolledOut = %v (%s), want %v", tt.name, got, msg, tt.want)
-		}
-	}
 }

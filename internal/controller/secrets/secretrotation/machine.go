@@ -537,7 +537,7 @@ func (m *machine) rolling(ctx context.Context) (time.Duration, error) {
 		if c.StartedAt == nil {
 			c.StartedAt = &metav1.Time{Time: m.now}
 		}
-		if ok, msg := rolledOut(w.obj); ok {
+		if ok, msg := kit.RolledOut(w.obj, kit.RolloutComplete); ok {
 			c.State, c.Message = secretsv1alpha1.ConsumerReady, ""
 			continue
 		} else if m.now.Sub(c.StartedAt.Time) >= timeout {
@@ -668,7 +668,7 @@ func (m *machine) verifying(ctx context.Context) error {
 		if w == nil {
 			continue
 		}
-		ok, msg := rolledOut(w.obj)
+		ok, msg := kit.RolledOut(w.obj, kit.RolloutComplete)
 		if w.template.Annotations[ann] != to || !ok {
 			c.State, c.Message = secretsv1alpha1.ConsumerRolling, msg
 			if w.template.Annotations[ann] != to {
