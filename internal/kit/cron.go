@@ -5,9 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	// Every time zone a user names resolves, whatever the host or image has in
-	// /usr/share/zoneinfo (the manager's image has none).
-	_ "time/tzdata"
 )
 
 // Cron schedules are shared by the controllers that run on a schedule: the same

@@ -41,11 +41,9 @@ func nextScheduled(s *datav1alpha1.BackupSchedule, from time.Time) (time.Time, e
 	if err != nil {
 		return time.Time{}, err
 	}
-	loc := time.UTC
-	if s.TimeZone != "" {
-		if loc, err = time.LoadLocation(s.TimeZone); err != nil {
-			return time.Time{}, err
-		}
+	loc, err := kit.LoadLocation(s.TimeZone)
+	if err != nil {
+		return time.Time{}, err
 	}
 	return c.Next(from, loc), nil
 }

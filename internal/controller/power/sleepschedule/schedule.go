@@ -9,6 +9,7 @@ import (
 	"time"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // horizonDays bounds the search for the next transition: a schedule whose state does
@@ -96,13 +97,9 @@ func parseClock(s string, allow24 bool) (int, error) {
 // checks them again because the time zone database of the API server and Orderly's
 // may differ.
 func Parse(spec *powerv1alpha1.SleepScheduleSpec) (*Schedule, error) {
-	tz := spec.TimeZone
-	if tz == "" {
-		tz = "UTC"
-	}
-	loc, err := time.LoadLocation(tz)
+	loc, err := kit.LoadLocation(spec.TimeZone)
 	if err != nil {
-		return nil, fmt.Errorf("unknown time zone %q: use an IANA name such as Europe/Berlin", tz)
+		return nil, err
 	}
 	s := &Schedule{loc: loc, holidays: map[civilDate]bool{}}
 	for i, w := range spec.Awake {

@@ -71,11 +71,9 @@ func validate(sr *secretsv1alpha1.SecretRotation, minInterval time.Duration, man
 		if err != nil {
 			return when{}, &problem{ReasonInvalidSpec, err.Error()}
 		}
-		loc := time.UTC
-		if s.TimeZone != "" {
-			if loc, err = time.LoadLocation(s.TimeZone); err != nil {
-				return when{}, &problem{ReasonInvalidSpec, fmt.Sprintf("unknown timeZone %q", s.TimeZone)}
-			}
+		loc, err := kit.LoadLocation(s.TimeZone)
+		if err != nil {
+			return when{}, &problem{ReasonInvalidSpec, "schedule.timeZone: " + err.Error()}
 		}
 		w.cron, w.loc = c, loc
 	}
