@@ -11,6 +11,18 @@
 // certificate; the CA it replaces stays in the caBundle until it expires, for the
 // replicas that still serve its certificate until their next check. Only a deleted or
 // unreadable Secret makes a new CA at once.
+//
+// Why not a library: controller-runtime's certwatcher serves files, and is what the
+// manager uses when the certificate comes from cert-manager (--webhook-cert-dir). For a
+// certificate Orderly issues itself, github.com/open-policy-agent/cert-controller (what
+// Gatekeeper and KEDA use) does not fit three things users rely on here: it replaces an
+// expiring CA and the serving certificate in one step, so replicas and webhook
+// configurations meet a CA they do not trust yet until everything has caught up
+// (TestCARotationIsStagedThroughTheCABundle shows the two steps that avoid it); it
+// injects the caBundle into a fixed list of configurations named at start, while
+// Orderly writes one per ImagePolicy and LabelPolicy at run time (their controllers
+// take CABundle from here); and it writes the certificate to files, which the manager's
+// read-only root filesystem does not allow (it serves from memory, GetCertificate).
 package certs
 
 import (
