@@ -74,7 +74,7 @@ func CompileAdmission(p *policyv1alpha1.ImagePolicy, endpoint *admission.Endpoin
 
 // reposExpr normalizes the images to repositories, as ParseRef does: no tag or
 // digest, Docker Hub as docker.io with library/ for official images.
-const reposExpr = `variables.images.map(i, i.split('@')[0]).map(b, b.lastIndexOf(':') > b.lastIndexOf('/') ? b.substring(0, b.lastIndexOf(':')) : b).map(n, (n.contains('/') && (n.split('/')[0].contains('.') || n.split('/')[0].contains(':') || n.split('/')[0] == 'localhost')) ? (n.startsWith('index.docker.io/') ? 'docker.io/' + n.substring(16) : n) : 'docker.io/' + (n.contains('/') ? n : 'library/' + n))`
+const reposExpr = `variables.images.map(i, i.split('@')[0]).map(b, b.lastIndexOf(':') > b.lastIndexOf('/') ? b.substring(0, b.lastIndexOf(':')) : b).map(n, (n.contains('/') && (n.split('/')[0].contains('.') || n.split('/')[0].contains(':') || n.split('/')[0] == 'localhost')) ? (n.startsWith('index.docker.io/') ? 'docker.io/' + n.substring(16) : n) : 'docker.io/' + (n.contains('/') ? n : 'library/' + n)).map(r, r.startsWith('docker.io/') && !r.substring(10).contains('/') ? 'docker.io/library/' + r.substring(10) : r)`
 
 func compileVAP(p *policyv1alpha1.ImagePolicy, managerNS string) *admissionv1.ValidatingAdmissionPolicy {
 	vars := []admissionv1.Variable{
