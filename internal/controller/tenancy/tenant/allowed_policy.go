@@ -39,8 +39,12 @@ func allowedPolicy() *admissionv1.ValidatingAdmissionPolicy {
 		return fmt.Sprintf("has(params.spec.allowed) && has(%s.%s) && size(%s.%s) > 0", allowed, list, allowed, list)
 	}
 	who := "request.kind.kind + ' ' + request.namespace + '/' + (has(object.metadata.name) ? object.metadata.name : object.metadata.generateName + '*') + ' in tenant ' + params.metadata.name + ': '"
-	// An image without a registry host is Docker Hub's.
-	normalize := "(i.split('/').size() > 1 && (i.split('/')[0].contains('.') || i.split('/')[0].contains(':') || i.split('/')[0] == 'localhost')) ? i : (i.contains('/') ? 'docker.io/' + i : 'docker.io/library/' + i)"
+	// An image without a registry host is Docker Hub's. Docker Hub is docker.io
+	// (index.docker.io is another name of it), with library/ for official images, as
+	// ParseRef names it for ImagePolicy. ([x].map(j, ...)[0] is ... with j = x.)
+	hub := "j.startsWith('docker.io/') ? 'docker.io/' + (j.substring(10).contains('/') ? j.substring(10) : 'library/' + j.substring(10)) : "
+	normalize := "[i.startsWith('index.docker.io/') ? 'docker.io/' + i.substring(16) : i].map(j, " + hub +
+		"((j.split('/').size() > 1 && (j.split('/')[0].contains('.') || j.split('/')[0].contains(':') || j.split('/')[0] == 'localhost')) ? j : (j.contains('/') ? 'docker.io/' + j : 'docker.io/library/' + j)))[0]"
 	pattern := "'^' + p.replace('.', '\\\\.').replace('*', '[^/]*')"
 	return &admissionv1.ValidatingAdmissionPolicy{
 		ObjectMeta: sharedMeta(allowedPolicyName),
