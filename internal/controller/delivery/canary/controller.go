@@ -99,7 +99,7 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: kit.EventsFor(mgr, "orderly-canary"),
 		Clock:    clk, ManagerNamespace: deps.Namespace,
-		kinds: kit.NewKindDetector(mgr.GetRESTMapper(), clk.Now, nil),
+		kinds: kit.NewKindDetector(mgr.GetRESTMapper(), clk, nil),
 		prom:  newPrometheusClients(),
 		// Half the workers at most wait on one Prometheus: the others go on with
 		// Canaries of other servers, and with everything that is not an analysis.

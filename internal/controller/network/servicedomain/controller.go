@@ -89,7 +89,7 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: kit.EventsFor(mgr, "orderly-servicedomain"),
 		Clock:    clk, ManagerNamespace: deps.Namespace,
-		kinds: kit.NewKindDetector(mgr.GetRESTMapper(), clk.Now, wantedVersions),
+		kinds: kit.NewKindDetector(mgr.GetRESTMapper(), clk, wantedVersions),
 	}
 }
 

@@ -71,7 +71,7 @@ type Reconciler struct {
 	// schedule, so that a reconcile does not start from a cached copy older than it.
 	written kit.WrittenVersions
 	// kinds tells how the kinds of targets.kinds are served.
-	kinds *kindDetector
+	kinds *kit.KindDetector
 }
 
 // +kubebuilder:rbac:groups=power.orderly.dev,resources=sleepschedules,verbs=get;list;watch;update;patch
@@ -105,15 +105,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 
 // newReconciler is the reconciler Setup registers; tests change it before registering.
 func newReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
-	var lister resourceLister
+	var lister kit.ResourceLister
 	if dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig()); err == nil {
 		lister = dc
 	} else {
 		lister = brokenDiscovery{err}
 	}
+	clk := deps.ClockOrReal()
 	return &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-sleepschedule"),
-		Clock: deps.ClockOrReal(), ManagerNamespace: deps.Namespace, Writers: DefaultWriters,
-		kinds: newKindDetector(mgr.GetRESTMapper(), lister, time.Now)}
+		Clock: clk, ManagerNamespace: deps.Namespace, Writers: DefaultWriters,
+		kinds: kit.NewKindDetector(mgr.GetRESTMapper(), clk, nil).WithSubresources(lister)}
 }
 
 // brokenDiscovery answers every question with the error that kept the discovery

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // The kinds of targets.kinds are not part of Orderly's scheme, nor watched or cached:
@@ -30,13 +30,6 @@ import (
 
 // DefaultKindsRecheck is how often a schedule naming targets.kinds looks at them again.
 const DefaultKindsRecheck = 30 * time.Second
-
-// How long the detector trusts an answer. A missing kind is asked about again sooner,
-// so that installing its CRD is noticed quickly.
-const (
-	kindInstalledTTL = time.Minute
-	kindMissingTTL   = 5 * time.Second
-)
 
 // kindMode is how a kind of targets.kinds sleeps.
 type kindMode int
@@ -67,87 +60,6 @@ const (
 	recordPatch = "\x00patch"
 	recordKEDA  = "\x00keda"
 )
-
-// kindInfo is what the API server says of a kind.
-type kindInfo struct {
-	version    string // "" when the kind is not served
-	resource   string
-	namespaced bool
-	scale      bool // has a scale subresource
-}
-
-// resourceLister is the part of the discovery client the detector uses.
-type resourceLister interface {
-	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
-}
-
-// kindDetector tells whether the API server serves a kind, at which version, and
-// whether it has a scale subresource. Every answer is a discovery request, so it is
-// remembered for a while and shared by every schedule.
-type kindDetector struct {
-	mapper    meta.RESTMapper
-	discovery resourceLister
-	now       func() time.Time
-
-	mu      sync.Mutex
-	answers map[schema.GroupKind]kindAnswer
-}
-
-type kindAnswer struct {
-	info kindInfo
-	at   time.Time
-}
-
-func newKindDetector(mapper meta.RESTMapper, d resourceLister, now func() time.Time) *kindDetector {
-	return &kindDetector{mapper: mapper, discovery: d, now: now, answers: map[schema.GroupKind]kindAnswer{}}
-}
-
-func (d *kindDetector) info(gk schema.GroupKind) (kindInfo, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	now := d.now()
-	if a, ok := d.answers[gk]; ok {
-		ttl := kindMissingTTL
-		if a.info.version != "" {
-			ttl = kindInstalledTTL
-		}
-		if now.Sub(a.at) < ttl {
-			return a.info, nil
-		}
-	}
-	m, err := d.mapper.RESTMapping(gk)
-	switch {
-	case meta.IsNoMatchError(err):
-		d.answers[gk] = kindAnswer{at: now}
-		return kindInfo{}, nil
-	case err != nil:
-		return kindInfo{}, fmt.Errorf("asking the API server whether %s is served: %w", gk, err)
-	}
-	info := kindInfo{version: m.GroupVersionKind.Version, resource: m.Resource.Resource,
-		namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}
-	list, err := d.discovery.ServerResourcesForGroupVersion(m.GroupVersionKind.GroupVersion().String())
-	switch {
-	case apierrors.IsNotFound(err):
-		d.answers[gk] = kindAnswer{at: now}
-		return kindInfo{}, nil
-	case err != nil:
-		return kindInfo{}, fmt.Errorf("asking the API server for the resources of %s: %w", m.GroupVersionKind.GroupVersion(), err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == info.resource+"/scale" {
-			info.scale = true
-		}
-	}
-	d.answers[gk] = kindAnswer{info: info, at: now}
-	return info, nil
-}
-
-// forget drops what is known of gk: a read failed as if the kind were gone.
-func (d *kindDetector) forget(gk schema.GroupKind) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.answers, gk)
-}
 
 // extraKind is one entry of targets.kinds as the API server serves it.
 type extraKind struct {
@@ -194,7 +106,7 @@ func isKEDA(gk schema.GroupKind) bool {
 
 // resolveKinds finds how each kind of targets.kinds sleeps, and reports those that
 // cannot.
-func resolveKinds(specs []powerv1alpha1.SleepKind, info func(schema.GroupKind) (kindInfo, error)) ([]*extraKind, []kindProblem) {
+func resolveKinds(specs []powerv1alpha1.SleepKind, info func(schema.GroupKind) (kit.KindInfo, error)) ([]*extraKind, []kindProblem) {
 	var kinds []*extraKind
 	var problems []kindProblem
 	for _, sk := range specs {
@@ -205,22 +117,22 @@ func resolveKinds(specs []powerv1alpha1.SleepKind, info func(schema.GroupKind) (
 		case err != nil:
 			problems = append(problems, kindProblem{kind: name, reason: ReasonKindUnreadable, message: err.Error(), blocking: true})
 			continue
-		case in.version == "":
+		case in.Version == "":
 			problems = append(problems, kindProblem{kind: name, reason: ReasonKindNotFound,
 				message: fmt.Sprintf("%s is not served by the API server (is its CRD installed?)", name)})
 			continue
-		case !in.namespaced:
+		case !in.Namespaced:
 			problems = append(problems, kindProblem{kind: name, reason: ReasonClusterScoped,
 				message: fmt.Sprintf("%s is cluster-scoped: only namespaced kinds sleep", name)})
 			continue
 		}
-		k := &extraKind{spec: sk, gk: gk, version: in.version, resource: in.resource, name: name}
+		k := &extraKind{spec: sk, gk: gk, version: in.Version, resource: in.Resource, name: name}
 		switch {
 		case sk.Patch != nil:
 			k.mode = modePatch
 		case isKEDA(gk):
 			k.mode = modeKEDA
-		case in.scale:
+		case in.Scale:
 			k.mode = modeScale
 		default:
 			problems = append(problems, kindProblem{kind: name, reason: ReasonNoScaleSubresource,
@@ -265,7 +177,7 @@ func (r *Reconciler) observeKinds(ctx context.Context, s *powerv1alpha1.SleepSch
 		return
 	}
 	obs.hasKinds = true
-	kinds, problems := resolveKinds(s.Spec.Targets.Kinds, r.kinds.info)
+	kinds, problems := resolveKinds(s.Spec.Targets.Kinds, r.kinds.Info)
 	obs.kindProblems = append(obs.kindProblems, problems...)
 	for _, ek := range kinds {
 		var objs []client.Object
@@ -273,7 +185,7 @@ func (r *Reconciler) observeKinds(ctx context.Context, s *powerv1alpha1.SleepSch
 			got, err := r.listKind(ctx, ek, opts...)
 			if err != nil {
 				if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-					r.kinds.forget(ek.gk) // the CRD went: ask again
+					r.kinds.Forget(ek.gk) // the CRD went: ask again
 				}
 				obs.kindProblems = append(obs.kindProblems, listProblem(ek, where, err))
 				return false

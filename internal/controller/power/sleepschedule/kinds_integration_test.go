@@ -275,6 +275,9 @@ func TestMissingKindIsReportedAndPickedUpWhenInstalled(t *testing.T) {
 
 	installCRD(t, crd(gadget.Group, gadget.Kind, "gadgets", "v1", true))
 	custom(t, gadget, ns, `{metadata: {name: gz}, spec: {replicas: 4}}`)
+	// The detector trusts its answer that the kind is missing for a while, on the
+	// controller's clock.
+	clk.SetTime(clk.Now().Add(kit.KindMissingTTL))
 	eventually(t, func(g Gomega) {
 		got := getSchedule(g, s.Name)
 		g.Expect(condition(got, powerv1alpha1.ConditionKindsAvailable).Status).To(Equal(metav1.ConditionTrue))

@@ -13,18 +13,19 @@ import (
 	"k8s.io/utils/ptr"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 )
 
 func TestResolveKinds(t *testing.T) {
-	served := map[schema.GroupKind]kindInfo{
-		{Group: "example.com", Kind: "Scaled"}:   {version: "v1", resource: "scaleds", namespaced: true, scale: true},
-		{Group: "example.com", Kind: "Plain"}:    {version: "v1", resource: "plains", namespaced: true},
-		{Group: "example.com", Kind: "Global"}:   {version: "v1", resource: "globals", scale: true},
-		{Group: "keda.sh", Kind: "ScaledObject"}: {version: "v1alpha1", resource: "scaledobjects", namespaced: true, scale: true},
+	served := map[schema.GroupKind]kit.KindInfo{
+		{Group: "example.com", Kind: "Scaled"}:   {Version: "v1", Resource: "scaleds", Namespaced: true, Scale: true},
+		{Group: "example.com", Kind: "Plain"}:    {Version: "v1", Resource: "plains", Namespaced: true},
+		{Group: "example.com", Kind: "Global"}:   {Version: "v1", Resource: "globals", Scale: true},
+		{Group: "keda.sh", Kind: "ScaledObject"}: {Version: "v1alpha1", Resource: "scaledobjects", Namespaced: true, Scale: true},
 	}
-	info := func(gk schema.GroupKind) (kindInfo, error) {
+	info := func(gk schema.GroupKind) (kit.KindInfo, error) {
 		if gk.Kind == "Broken" {
-			return kindInfo{}, errors.New("discovery down")
+			return kit.KindInfo{}, errors.New("discovery down")
 		}
 		return served[gk], nil
 	}
@@ -57,49 +58,6 @@ func TestResolveKinds(t *testing.T) {
 	_, problems := resolveKinds([]powerv1alpha1.SleepKind{{Group: "example.com", Kind: "Missing"}}, info)
 	if got := problems[0].message; got != "Missing.example.com is not served by the API server (is its CRD installed?)" {
 		t.Errorf("message = %q", got)
-	}
-}
-
-// fakeMapper serves the kinds in served.
-type fakeMapper struct {
-	meta.RESTMapper
-	served map[schema.GroupKind]string
-	asked  int
-}
-
-func (f *fakeMapper) RESTMapping(gk schema.GroupKind, _ ...string) (*meta.RESTMapping, error) {
-	f.asked++
-	v, ok := f.served[gk]
-	if !ok {
-		return nil, &meta.NoKindMatchError{GroupKind: gk}
-	}
-	return &meta.RESTMapping{GroupVersionKind: gk.WithVersion(v), Resource: schema.GroupVersionResource{Group: gk.Group, Version: v, Resource: "widgets"}, Scope: meta.RESTScopeNamespace}, nil
-}
-
-type fakeLister struct{}
-
-func (fakeLister) ServerResourcesForGroupVersion(string) (*metav1.APIResourceList, error) {
-	return &metav1.APIResourceList{APIResources: []metav1.APIResource{{Name: "widgets"}, {Name: "widgets/scale"}}}, nil
-}
-
-// A kind installed after it was found missing is found again without a restart,
-// and answers are shared for a while.
-func TestKindDetectorNoticesAnInstalledKind(t *testing.T) {
-	now := time.Unix(0, 0)
-	gk := schema.GroupKind{Group: "example.com", Kind: "Widget"}
-	m := &fakeMapper{served: map[schema.GroupKind]string{}}
-	d := newKindDetector(m, fakeLister{}, func() time.Time { return now })
-	if in, err := d.info(gk); err != nil || in.version != "" {
-		t.Fatalf("missing kind: %+v, %v", in, err)
-	}
-	m.served[gk] = "v1"
-	if in, _ := d.info(gk); in.version != "" || m.asked != 1 {
-		t.Fatalf("answer not shared within its TTL: %+v, asked %d", in, m.asked)
-	}
-	now = now.Add(kindMissingTTL)
-	in, err := d.info(gk)
-	if err != nil || in.version != "v1" || !in.scale || !in.namespaced || in.resource != "widgets" {
-		t.Fatalf("installed kind: %+v, %v", in, err)
 	}
 }
 
