@@ -36,6 +36,11 @@ func ParseRef(image string) (Ref, error) {
 	switch t := r.(type) {
 	case name.Digest:
 		out.Digest = t.DigestStr()
+		// Registries, the scanner and ImageScan names know sha256 only; another
+		// algorithm would make an ImageScan name the API server refuses.
+		if !strings.HasPrefix(out.Digest, "sha256:") {
+			return Ref{}, fmt.Errorf("image %q: digest %s: only sha256 digests are supported", image, out.Digest)
+		}
 		// A reference with both keeps its tag for the index; the digest decides.
 		if base, _, ok := strings.Cut(image, "@"); ok {
 			if tag, err := name.NewTag(base, name.WeakValidation); err == nil && strings.Contains(lastSegment(base), ":") {
