@@ -21,6 +21,15 @@ type sqliteTable struct {
 	pageSize int
 	usable   int // the page size less the reserved bytes at the end of each page
 	pages    int // the file's size in pages: a bound on any page number and on a walk
+	// read is what the rows read so far add up to. A database holds each byte of a
+	// row once, so more than the file is a crafted file whose cells point at one row
+	// many times (a 2 KB file made 90 KB of rows, a 1 MB one could make gigabytes).
+	read int64
+	// leaf is the page row read last: the cells of a page come one after another.
+	leaf struct {
+		n uint32
+		p []byte
+	}
 }
 
 var sqliteMagic = []byte("SQLite format 3\x00")
@@ -139,13 +148,19 @@ func (t *sqliteTable) cells(root uint32) ([]sqliteCell, error) {
 
 // row reads and splits the row of a leaf cell.
 func (t *sqliteTable) row(c sqliteCell) ([]sqliteValue, error) {
-	p, err := t.page(c.page)
-	if err != nil {
-		return nil, err
+	if t.leaf.p == nil || t.leaf.n != c.page {
+		p, err := t.page(c.page)
+		if err != nil {
+			return nil, err
+		}
+		t.leaf.n, t.leaf.p = c.page, p
 	}
-	payload, err := t.payload(p, c.off)
+	payload, err := t.payload(t.leaf.p, c.off)
 	if err != nil {
 		return nil, fmt.Errorf("SQLite page %d: %w", c.page, err)
+	}
+	if t.read += int64(len(payload)); t.read > int64(t.pages)*int64(t.pageSize) {
+		return nil, errors.New("SQLite rows add up to more than the file holds: corrupt")
 	}
 	rec, err := parseRecord(payload)
 	if err != nil {
