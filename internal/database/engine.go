@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -35,6 +36,15 @@ var (
 	// time) and was rolled back. It is the tenant's SQL: not retried.
 	ErrInit = errors.New("the init SQL failed")
 )
+
+// SameServer refuses work on a server whose identity (got) is not the one a database
+// was created on (want); either may be empty when unknown, which refuses nothing.
+func SameServer(want, got string) error {
+	if want != "" && got != "" && want != got {
+		return fmt.Errorf("%w: it was created on server %s, and the server now answering is %s", ErrServerChanged, want, got)
+	}
+	return nil
+}
 
 // Server is how Orderly connects to a server as its admin.
 type Server struct {

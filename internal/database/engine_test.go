@@ -129,3 +129,16 @@ func TestUserRole(t *testing.T) {
 		t.Fatalf("%q is %d bytes", long, len(long))
 	}
 }
+
+func TestSameServer(t *testing.T) {
+	for _, tc := range []struct {
+		want, got string
+		refused   bool
+	}{
+		{"", "1", false}, {"1", "", false}, {"1", "1", false}, {"1", "2", true},
+	} {
+		if err := SameServer(tc.want, tc.got); (err != nil) != tc.refused || (tc.refused && !errors.Is(err, ErrServerChanged)) {
+			t.Errorf("SameServer(%q, %q) = %v", tc.want, tc.got, err)
+		}
+	}
+}

@@ -124,7 +124,7 @@ func TestInitRunsNothingWhenBegunFails(t *testing.T) {
 func TestInitEndsAtItsDeadline(t *testing.T) {
 	ctx := context.Background()
 	c := NewConnector()
-	c.Timeouts = Timeouts{Init: time.Second, Grace: time.Second}
+	c.Timeouts = database.Timeouts{Init: time.Second, Grace: time.Second}
 	t.Cleanup(c.Close)
 	e := connectWith(t, c, server(my))
 	_, admin := connect(t)

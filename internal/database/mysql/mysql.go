@@ -93,151 +93,50 @@ const (
 	errMustChangePassword = 1862
 )
 
-// Timeouts bound the work on a server. Zero fields take the defaults.
-type Timeouts struct {
-	// Statement is each statement's max_statement_time on MariaDB (MySQL has no
-	// server-side limit for anything but SELECT); Orderly gives up waiting a little
-	// later (Grace). Default 30 s.
-	Statement time.Duration
-	// Lock is lock_wait_timeout and innodb_lock_wait_timeout: how long a statement
-	// waits for a lock another session holds. Default 5 s (MySQL counts whole
-	// seconds; less is rounded up to 1 s).
-	Lock time.Duration
-	// Clone is the time a template's tables may take to copy. Default 10 min.
-	Clone time.Duration
-	// Grace is how much longer than the server's own timeout Orderly waits for an
-	// answer. Default 2 s.
-	Grace time.Duration
-	// Init is the time spec.init's SQL may run: its session's max_statement_time on
-	// MariaDB, and on both servers Orderly kills the session at Init plus Grace.
-	// Default 1 min.
-	Init time.Duration
-}
-
-// DefaultTimeouts are the timeouts of a Connector that sets none.
-var DefaultTimeouts = Timeouts{Statement: 30 * time.Second, Lock: 5 * time.Second, Clone: 10 * time.Minute, Grace: 2 * time.Second, Init: time.Minute}
-
-func (t Timeouts) withDefaults() Timeouts {
-	if t.Statement <= 0 {
-		t.Statement = DefaultTimeouts.Statement
-	}
-	if t.Lock <= 0 {
-		t.Lock = DefaultTimeouts.Lock
-	}
-	if t.Clone <= 0 {
-		t.Clone = DefaultTimeouts.Clone
-	}
-	if t.Grace <= 0 {
-		t.Grace = DefaultTimeouts.Grace
-	}
-	if t.Init <= 0 {
-		t.Init = DefaultTimeouts.Init
-	}
-	return t
-}
-
-// Connector keeps one small pool per DatabaseServer, replaced (the old one closed)
-// when the server's host, port, sslMode, CA or admin credentials change.
+// Connector keeps one small pool per DatabaseServer (database.Pools: replaced when
+// the server's settings change, closed by Forget and Close). Its Timeouts and Limits
+// are database.Pools'.
 type Connector struct {
-	mu     sync.Mutex
-	pools  map[string]*pool
-	closed bool
-	// closing counts the pools being closed in the background, which Close waits for.
-	closing sync.WaitGroup
-	// MaxConns bounds each pool; default 8.
-	MaxConns int
-	// Timeouts bound every statement; zero fields take DefaultTimeouts.
-	Timeouts Timeouts
+	database.Pools[*pool]
 }
 
+// pool is one server's connections, and whether Orderly's schema is there.
 type pool struct {
-	db       *sql.DB
-	settings string
+	db *sql.DB
 	// prepared is set once the schema orderly exists on the server.
 	prepared bool
 	mu       sync.Mutex
 }
 
-var errClosed = errors.New("the database connector is closed")
+// Close closes the pool without waiting for the queries in flight.
+func (p *pool) Close() { _ = p.db.Close() }
 
 // NewConnector returns a Connector with no pools yet.
-func NewConnector() *Connector { return &Connector{pools: map[string]*pool{}} }
-
-// Close closes every pool, those replaced or forgotten before included, and
-// returns once their connections are closed. Connect fails afterwards.
-func (c *Connector) Close() {
-	c.mu.Lock()
-	c.closed = true
-	for _, p := range c.pools {
-		c.closeLater(p)
-	}
-	c.pools = nil
-	c.mu.Unlock()
-	c.closing.Wait()
-}
-
-// Forget closes the pool of the server called name, if there is one.
-func (c *Connector) Forget(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p, ok := c.pools[name]; ok {
-		delete(c.pools, name)
-		c.closeLater(p)
-	}
-}
-
-// closeLater closes p without waiting for the queries in flight; called with c.mu held.
-func (c *Connector) closeLater(p *pool) { c.closing.Go(func() { _ = p.db.Close() }) }
-
-// settings identifies what a pool was made with.
-func settings(s database.Server, t Timeouts) string {
-	return fmt.Sprintf("%s|%d|%s|%s|%s|%x|%v", s.Host, s.Port, s.EffectiveSSLMode(), s.Username, s.Password, s.CACert, t)
-}
+func NewConnector() *Connector { return &Connector{} }
 
 // Connect returns the engine for s, reusing its pool while s is unchanged.
 func (c *Connector) Connect(_ context.Context, kind string, s database.Server) (database.Engine, error) {
 	if kind != Kind {
 		return nil, fmt.Errorf("%w: the mysql connector was asked for engine %q", database.ErrEngineUnsupported, kind)
 	}
-	t := c.Timeouts.withDefaults()
-	key := s.Name
-	if key == "" {
-		key = net.JoinHostPort(s.Host, strconv.Itoa(int(s.Port))) + "|" + s.Username
-	}
-	want := settings(s, t)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, errClosed
-	}
-	if p, ok := c.pools[key]; ok {
-		if p.settings == want {
-			return &MySQL{pool: p, server: s, timeouts: t}, nil
+	p, t, err := c.Get(s, func(t database.Timeouts, l database.Limits) (*pool, error) {
+		db, err := open(s, t, t.Statement)
+		if err != nil {
+			return nil, err
 		}
-		delete(c.pools, key)
-		c.closeLater(p)
-	}
-	db, err := open(s, t, t.Statement)
+		db.SetMaxOpenConns(l.MaxConns)
+		db.SetMaxIdleConns(l.MaxConns)
+		db.SetConnMaxIdleTime(l.MaxIdle)
+		return &pool{db: db}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	maxConns := c.MaxConns
-	if maxConns == 0 {
-		maxConns = 8
-	}
-	db.SetMaxOpenConns(maxConns)
-	db.SetMaxIdleConns(maxConns)
-	db.SetConnMaxIdleTime(time.Minute)
-	if c.pools == nil {
-		c.pools = map[string]*pool{}
-	}
-	p := &pool{db: db, settings: want}
-	c.pools[key] = p
 	return &MySQL{pool: p, server: s, timeouts: t}, nil
 }
 
 // open makes a pool (it connects lazily) whose sessions are tuned by session.
-func open(s database.Server, t Timeouts, statement time.Duration) (*sql.DB, error) {
+func open(s database.Server, t database.Timeouts, statement time.Duration) (*sql.DB, error) {
 	cfg, err := Config(s, "")
 	if err != nil {
 		return nil, err
@@ -253,10 +152,10 @@ func open(s database.Server, t Timeouts, statement time.Duration) (*sql.DB, erro
 // Config is the driver's configuration of an admin connection to s: TLS as
 // EffectiveSSLMode says, a 5 s dial timeout, no cleartext password to a server that
 // asks for one, and no driver logging.
-func Config(s database.Server, database string) (*gomysql.Config, error) {
+func Config(s database.Server, dbname string) (*gomysql.Config, error) {
 	cfg := gomysql.NewConfig()
 	cfg.User, cfg.Passwd = s.Username, s.Password
-	cfg.Net, cfg.Addr, cfg.DBName = "tcp", net.JoinHostPort(s.Host, strconv.Itoa(int(s.Port))), database
+	cfg.Net, cfg.Addr, cfg.DBName = "tcp", net.JoinHostPort(s.Host, strconv.Itoa(int(s.Port))), dbname
 	cfg.Timeout = 5 * time.Second
 	cfg.Logger = &gomysql.NopLogger{}
 	cfg.AllowCleartextPasswords = false
@@ -310,7 +209,7 @@ func tlsConfig(s database.Server) (*tls.Config, bool, error) {
 // sql_mode and time zone, lock timeouts, and on MariaDB max_statement_time.
 type tuned struct {
 	driver.Connector
-	timeouts  Timeouts
+	timeouts  database.Timeouts
 	statement time.Duration
 	// tenant: a session for the tenant's SQL (spec.init), which keeps the server's
 	// sql_mode and time zone, as the tenant's own sessions have them; only the
@@ -333,7 +232,7 @@ func (c *tuned) Connect(ctx context.Context) (driver.Conn, error) {
 // seconds is d in whole seconds, at least 1.
 func seconds(d time.Duration) int64 { return max(1, int64((d+time.Second-1)/time.Second)) }
 
-func tune(ctx context.Context, conn driver.Conn, t Timeouts, statement time.Duration, tenant bool) error {
+func tune(ctx context.Context, conn driver.Conn, t database.Timeouts, statement time.Duration, tenant bool) error {
 	q, ok1 := conn.(driver.QueryerContext)
 	x, ok2 := conn.(driver.ExecerContext)
 	if !ok1 || !ok2 {
@@ -377,25 +276,20 @@ func isMariaDB(version string) bool { return strings.Contains(strings.ToLower(ve
 type MySQL struct {
 	pool     *pool
 	server   database.Server
-	timeouts Timeouts
+	timeouts database.Timeouts
 }
 
 var _ database.Engine = (*MySQL)(nil)
 
-// deadline bounds waiting for the answers to n statements.
-func (m *MySQL) deadline(ctx context.Context, n int) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, time.Duration(n)*m.timeouts.Statement+m.timeouts.Grace)
-}
-
 func (m *MySQL) exec(ctx context.Context, what, stmt string, args ...any) error {
-	ctx, cancel := m.deadline(ctx, 1)
+	ctx, cancel := m.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	_, err := m.pool.db.ExecContext(ctx, stmt, args...)
 	return m.classify(err, what)
 }
 
 func (m *MySQL) queryRow(ctx context.Context, what, q string, args []any, dest ...any) error {
-	ctx, cancel := m.deadline(ctx, 1)
+	ctx, cancel := m.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	return m.classify(m.pool.db.QueryRowContext(ctx, q, args...).Scan(dest...), what)
 }
@@ -461,7 +355,7 @@ func (e *classified) Unwrap() []error { return []error{e.class, e.cause} }
 
 // classify wraps connection-level failures in ErrUnreachable and the server's own
 // timeouts in ErrTimeout.
-func classify(err error, what, admin string, t Timeouts) error {
+func classify(err error, what, admin string, t database.Timeouts) error {
 	if err == nil || errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
@@ -537,13 +431,6 @@ func (m *MySQL) identity(ctx context.Context) (string, error) {
 	return id, err
 }
 
-func sameServer(want, got string) error {
-	if want != "" && got != "" && want != got {
-		return fmt.Errorf("%w: it was created on server %s, and the server now answering is %s", database.ErrServerChanged, want, got)
-	}
-	return nil
-}
-
 // Info reports the server's version, identity and how many databases Orderly owns there.
 func (m *MySQL) Info(ctx context.Context) (database.Info, error) {
 	var info database.Info
@@ -553,7 +440,7 @@ func (m *MySQL) Info(ctx context.Context) (database.Info, error) {
 	if err := m.prepare(ctx); err != nil {
 		return info, err
 	}
-	qctx, cancel := m.deadline(ctx, 2)
+	qctx, cancel := m.timeouts.Deadline(ctx, 2)
 	defer cancel()
 	owned, err := m.names(qctx, "SELECT name FROM "+Ident(Schema)+".owners WHERE kind = ? AND state <> ?", kindDatabase, stateRetained)
 	if err != nil {
@@ -713,7 +600,7 @@ func (m *MySQL) Ensure(ctx context.Context, db database.Database) (database.Ensu
 		return res, err
 	}
 	res.ServerID = id
-	if err := sameServer(db.ServerID, id); err != nil {
+	if err := database.SameServer(db.ServerID, id); err != nil {
 		return res, err
 	}
 	st, err := m.observe(ctx, db)
@@ -919,7 +806,7 @@ func (m *MySQL) Drop(ctx context.Context, db database.Database, retain bool) (da
 	if err != nil {
 		return res, err
 	}
-	if err := sameServer(db.ServerID, id); err != nil {
+	if err := database.SameServer(db.ServerID, id); err != nil {
 		return res, err
 	}
 	st, err := m.observe(ctx, db)
@@ -982,7 +869,7 @@ func (m *MySQL) Drop(ctx context.Context, db database.Database, retain bool) (da
 // kill ends the sessions that where (USER = ? or DB = ?) selects, except Orderly's
 // own, and counts those it ended.
 func (m *MySQL) kill(ctx context.Context, where string, arg string) (int, error) {
-	qctx, cancel := m.deadline(ctx, 1)
+	qctx, cancel := m.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	rows, err := m.pool.db.QueryContext(qctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE "+where+" AND ID <> CONNECTION_ID()", arg)
 	if err != nil {

@@ -459,7 +459,7 @@ func TestAHungServerEndsEachCallAtItsDeadline(t *testing.T) {
 	t.Cleanup(srv.Close)
 	proxy := startHangProxy(t, net.JoinHostPort(srv.Host, strconv.Itoa(int(srv.Port))))
 	c := NewConnector()
-	c.Timeouts = Timeouts{Statement: time.Second, Grace: 500 * time.Millisecond}
+	c.Timeouts = database.Timeouts{Statement: time.Second, Grace: 500 * time.Millisecond}
 	t.Cleanup(c.Close)
 	through := server(srv)
 	through.Port = proxy.port()

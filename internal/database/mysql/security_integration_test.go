@@ -167,7 +167,7 @@ func TestNothingIsDoneOnAnotherServer(t *testing.T) {
 func TestLockWaitsEndAtTheLockTimeout(t *testing.T) {
 	ctx := context.Background()
 	c := NewConnector()
-	c.Timeouts = Timeouts{Statement: 5 * time.Second, Lock: time.Second}
+	c.Timeouts = database.Timeouts{Statement: 5 * time.Second, Lock: time.Second}
 	t.Cleanup(c.Close)
 	e := connectWith(t, c, server(my))
 	db := newDB("d4d4d4d4-0000-4000-8000-000000000015")

@@ -56,7 +56,7 @@ func userNameOf(role string) string {
 
 // extraUsers lists the records of db's owner's extra users: role to state.
 func (m *MySQL) extraUsers(ctx context.Context, db database.Database) (map[string]string, error) {
-	qctx, cancel := m.deadline(ctx, 1)
+	qctx, cancel := m.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	rows, err := m.pool.db.QueryContext(qctx, "SELECT name, state FROM "+Ident(Schema)+".owners WHERE kind = ? AND owner_uid = ? AND name <> ?",
 		kindUser, db.OwnerUID, db.Role)

@@ -51,7 +51,7 @@ func (p *Postgres) Init(ctx context.Context, db database.Database, sql string, b
 // it at its statement_timeout) from a lost connection (ErrUnreachable, its outcome
 // asked later with InitOutcome). The server's message names objects of the
 // tenant's SQL, never a password Orderly knows.
-func initError(err error, sql string, t Timeouts) error {
+func initError(err error, sql string, t database.Timeouts) error {
 	var pgErr *pgconn.PgError
 	// 57P0x: the session was ended (a shutdown, a terminated backend), not refused.
 	if errors.As(err, &pgErr) && !strings.HasPrefix(pgErr.Code, "57P0") {
@@ -94,7 +94,7 @@ func (p *Postgres) InitOutcome(ctx context.Context, txn string) (database.TxnSta
 	if txn == "" {
 		return database.TxnUnknown, nil
 	}
-	qctx, cancel := p.deadline(ctx, 1)
+	qctx, cancel := p.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	var st *string
 	err := p.pool.QueryRow(qctx, `SELECT pg_xact_status($1::xid8)`, txn).Scan(&st)

@@ -28,14 +28,13 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -82,127 +81,33 @@ const (
 	codeIdleInTransactionTO = "25P03"
 )
 
-// Timeouts bound the work on a server. Zero fields take the defaults.
-type Timeouts struct {
-	// Statement is each statement's statement_timeout on the server; Orderly gives
-	// up waiting for an answer a little later (Grace), so that a server that
-	// stopped answering holds a worker no longer. Default 30 s.
-	Statement time.Duration
-	// Lock is lock_timeout: how long a statement waits for a lock another session
-	// holds. Default 5 s.
-	Lock time.Duration
-	// Clone is the statement_timeout of CREATE DATABASE ... TEMPLATE, which copies a
-	// whole database. Default 10 min.
-	Clone time.Duration
-	// Grace is how much longer than the server's own timeout Orderly waits for an
-	// answer. Default 2 s.
-	Grace time.Duration
-	// Init is the statement_timeout of a DevDatabase's init SQL, and how long its
-	// transaction may take in all. Default 1 min.
-	Init time.Duration
-}
+// Kind is the DatabaseServer spec.engine this package serves (also when unset).
+const Kind = "postgres"
 
-// DefaultTimeouts are the timeouts of a Connector that sets none.
-var DefaultTimeouts = Timeouts{Statement: 30 * time.Second, Lock: 5 * time.Second, Clone: 10 * time.Minute, Grace: 2 * time.Second, Init: time.Minute}
-
-func (t Timeouts) withDefaults() Timeouts {
-	if t.Statement <= 0 {
-		t.Statement = DefaultTimeouts.Statement
-	}
-	if t.Lock <= 0 {
-		t.Lock = DefaultTimeouts.Lock
-	}
-	if t.Clone <= 0 {
-		t.Clone = DefaultTimeouts.Clone
-	}
-	if t.Grace <= 0 {
-		t.Grace = DefaultTimeouts.Grace
-	}
-	if t.Init <= 0 {
-		t.Init = DefaultTimeouts.Init
-	}
-	return t
-}
-
-// Connector keeps one small pool per DatabaseServer. A pool is replaced (and the old
-// one closed) when the server's host, port, sslMode, CA or admin credentials change,
-// so that no connections made with old credentials linger on the server.
+// Connector keeps one small pool per DatabaseServer (database.Pools: replaced when
+// the server's settings change, closed by Forget and Close). Its Timeouts and Limits
+// are database.Pools'.
 type Connector struct {
-	mu    sync.Mutex
-	pools map[string]*pool
-	// closed is set by Close: no pool is made after it.
-	closed bool
-	// closing counts the pools being closed in the background, which Close waits for.
-	closing sync.WaitGroup
-	// MaxConns bounds each pool; default 8.
-	MaxConns int32
-	// Timeouts bound every statement; zero fields take DefaultTimeouts.
-	Timeouts Timeouts
-}
-
-// errClosed is returned by Connect after Close.
-var errClosed = errors.New("the database connector is closed")
-
-// pool is one server's pool and the settings it was made with.
-type pool struct {
-	*pgxpool.Pool
-	settings string
+	database.Pools[*pgxpool.Pool]
 }
 
 // NewConnector returns a Connector with no pools yet.
-func NewConnector() *Connector { return &Connector{pools: map[string]*pool{}} }
-
-// Close closes every pool, those replaced or forgotten before included, and returns
-// once all their connections are closed (a connection in use is closed when it is
-// returned). Connect fails afterwards. Closing twice is harmless.
-func (c *Connector) Close() {
-	c.mu.Lock()
-	c.closed = true
-	for _, p := range c.pools {
-		c.closeLater(p)
-	}
-	c.pools = nil
-	c.mu.Unlock()
-	c.closing.Wait()
-}
-
-// Forget closes the pool of the server called name, if there is one.
-func (c *Connector) Forget(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p, ok := c.pools[name]; ok {
-		delete(c.pools, name)
-		c.closeLater(p)
-	}
-}
-
-// closeLater closes p without waiting: a pool's Close blocks until the connections
-// in use are returned, and a reconcile still using the old pool must not hold up
-// the caller. Called with c.mu held, so that Close, which sets closed under the same
-// lock, waits for every pool closed before it.
-func (c *Connector) closeLater(p *pool) { c.closing.Go(p.Close) }
+func NewConnector() *Connector { return &Connector{} }
 
 // ConnString builds a libpq keyword/value connection string; values are quoted. The
 // sslmode is the server's effective one (verify-full with a CA).
-func ConnString(s database.Server, database string) string {
+func ConnString(s database.Server, dbname string) string {
 	q := func(v string) string {
 		return "'" + strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), `'`, `\'`) + "'"
 	}
 	return fmt.Sprintf("host=%s port=%d dbname=%s user=%s password=%s sslmode=%s connect_timeout=5 application_name=orderly",
-		q(s.Host), s.Port, q(database), q(s.Username), q(s.Password), q(s.EffectiveSSLMode()))
-}
-
-// settings identifies what a pool was made with: the connection string, the CA and
-// the timeouts.
-func settings(s database.Server, t Timeouts) string {
-	ca := sha256.Sum256(s.CACert)
-	return fmt.Sprintf("%s ca=%s timeouts=%v", ConnString(s, "postgres"), hex.EncodeToString(ca[:]), t)
+		q(s.Host), s.Port, q(dbname), q(s.Username), q(s.Password), q(s.EffectiveSSLMode()))
 }
 
 // tune gives an admin connection its safe session: the pinned search_path and the
 // server-side timeouts, sent at connection start (where no database or role setting
 // overrides them), and the CA to verify the server with.
-func tune(cc *pgconn.Config, s database.Server, t Timeouts, statement time.Duration) error {
+func tune(cc *pgconn.Config, s database.Server, t database.Timeouts, statement time.Duration) error {
 	if cc.RuntimeParams == nil {
 		cc.RuntimeParams = map[string]string{}
 	}
@@ -231,56 +136,37 @@ func tune(cc *pgconn.Config, s database.Server, t Timeouts, statement time.Durat
 
 // Connect returns the engine for s, reusing its pool while s is unchanged.
 func (c *Connector) Connect(ctx context.Context, kind string, s database.Server) (database.Engine, error) {
-	if kind != "" && kind != "postgres" {
-		return nil, fmt.Errorf("engine %q is not supported", kind)
+	if kind != "" && kind != Kind {
+		return nil, fmt.Errorf("%w: the postgres connector was asked for engine %q", database.ErrEngineUnsupported, kind)
 	}
-	t := c.Timeouts.withDefaults()
-	key := s.Name
-	if key == "" {
-		key = ConnString(s, "postgres")
-	}
-	want := settings(s, t)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, errClosed
-	}
-	if p, ok := c.pools[key]; ok {
-		if p.settings == want {
-			return &Postgres{pool: p.Pool, server: s, timeouts: t}, nil
+	pool, t, err := c.Get(s, func(t database.Timeouts, l database.Limits) (*pgxpool.Pool, error) {
+		cfg, err := pgxpool.ParseConfig(ConnString(s, "postgres"))
+		if err != nil {
+			// The error could quote the connection string, and so the password.
+			return nil, errors.New("invalid connection settings for the database server")
 		}
-		delete(c.pools, key)
-		c.closeLater(p)
-	}
-	cfg, err := pgxpool.ParseConfig(ConnString(s, "postgres"))
+		if err := tune(&cfg.ConnConfig.Config, s, t, t.Statement); err != nil {
+			return nil, err
+		}
+		cfg.MaxConns = int32(min(l.MaxConns, math.MaxInt32))
+		cfg.MaxConnIdleTime = l.MaxIdle
+		p, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", database.ErrUnreachable, safeError(err))
+		}
+		return p, nil
+	})
 	if err != nil {
-		// The error could quote the connection string, and so the password.
-		return nil, errors.New("invalid connection settings for the database server")
-	}
-	if err := tune(&cfg.ConnConfig.Config, s, t, t.Statement); err != nil {
 		return nil, err
 	}
-	cfg.MaxConns = c.MaxConns
-	if cfg.MaxConns == 0 {
-		cfg.MaxConns = 8
-	}
-	cfg.MaxConnIdleTime = time.Minute
-	p, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s", database.ErrUnreachable, safeError(err))
-	}
-	if c.pools == nil {
-		c.pools = map[string]*pool{}
-	}
-	c.pools[key] = &pool{Pool: p, settings: want}
-	return &Postgres{pool: p, server: s, timeouts: t}, nil
+	return &Postgres{pool: pool, server: s, timeouts: t}, nil
 }
 
 // Postgres is the engine for one PostgreSQL server.
 type Postgres struct {
 	pool     *pgxpool.Pool
 	server   database.Server
-	timeouts Timeouts
+	timeouts database.Timeouts
 }
 
 var _ database.Engine = (*Postgres)(nil)
@@ -289,15 +175,10 @@ func ident(s string) string { return pgx.Identifier{s}.Sanitize() }
 
 func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// deadline bounds waiting for the answer to n statements of the usual kind.
-func (p *Postgres) deadline(ctx context.Context, n int) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, time.Duration(n)*p.timeouts.Statement+p.timeouts.Grace)
-}
-
 // exec runs sql (statements separated by semicolons run as one implicit
 // transaction) on the pool, within the deadline of n statements.
 func (p *Postgres) exec(ctx context.Context, n int, what, sql string) error {
-	ctx, cancel := p.deadline(ctx, n)
+	ctx, cancel := p.timeouts.Deadline(ctx, n)
 	defer cancel()
 	_, err := p.pool.Exec(ctx, sql)
 	return p.classify(err, what)
@@ -342,7 +223,7 @@ func (p *Postgres) classify(err error, what string) error {
 	return classify(err, what, p.timeouts)
 }
 
-func classify(err error, what string, t Timeouts) error {
+func classify(err error, what string, t database.Timeouts) error {
 	if err == nil {
 		return nil
 	}
@@ -372,7 +253,7 @@ func classify(err error, what string, t Timeouts) error {
 
 // identity is the server's system_identifier, or "" when the admin may not read it.
 func (p *Postgres) identity(ctx context.Context) (string, error) {
-	ctx, cancel := p.deadline(ctx, 1)
+	ctx, cancel := p.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	var id string
 	err := p.pool.QueryRow(ctx, `SELECT system_identifier::text FROM pg_control_system()`).Scan(&id)
@@ -383,19 +264,11 @@ func (p *Postgres) identity(ctx context.Context) (string, error) {
 	return id, p.classify(err, "reading the server's identity")
 }
 
-// sameServer refuses work on a server that is not the one the database was made on.
-func sameServer(want, got string) error {
-	if want != "" && got != "" && want != got {
-		return fmt.Errorf("%w: it was created on server %s, and the server now answering is %s", database.ErrServerChanged, want, got)
-	}
-	return nil
-}
-
 // Info reports the server's version, identity and how many databases Orderly owns there.
 func (p *Postgres) Info(ctx context.Context) (database.Info, error) {
 	var info database.Info
 	var n int64
-	qctx, cancel := p.deadline(ctx, 1)
+	qctx, cancel := p.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	err := p.pool.QueryRow(qctx, `SELECT current_setting('server_version'),
 		(SELECT count(*) FROM pg_database d WHERE starts_with(coalesce(shobj_description(d.oid, 'pg_database'), ''), $1))`,
@@ -415,7 +288,7 @@ type roleState struct {
 }
 
 func (p *Postgres) role(ctx context.Context, name string) (roleState, error) {
-	ctx, cancel := p.deadline(ctx, 1)
+	ctx, cancel := p.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	var st roleState
 	var comment *string
@@ -441,7 +314,7 @@ type databaseState struct {
 }
 
 func (p *Postgres) database(ctx context.Context, name string) (databaseState, error) {
-	ctx, cancel := p.deadline(ctx, 1)
+	ctx, cancel := p.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	var st databaseState
 	var comment *string
@@ -540,7 +413,7 @@ func (p *Postgres) ensureDatabase(ctx context.Context, db database.Database) (da
 		return res, err
 	}
 	res.ServerID = id
-	if err := sameServer(db.ServerID, id); err != nil {
+	if err := database.SameServer(db.ServerID, id); err != nil {
 		return res, err
 	}
 	role, err := p.role(ctx, db.Role)
@@ -633,7 +506,7 @@ func (p *Postgres) createDatabase(ctx context.Context, db database.Database) err
 	stmt := "CREATE DATABASE " + ident(db.Name)
 	var err error
 	if db.Template == "" {
-		ctx, cancel := p.deadline(ctx, 1)
+		ctx, cancel := p.timeouts.Deadline(ctx, 1)
 		_, err = p.pool.Exec(ctx, stmt)
 		cancel()
 	} else {
@@ -695,7 +568,7 @@ func (p *Postgres) connectTo(ctx context.Context, database string, statement tim
 // returns the statements to run.
 func (p *Postgres) inside(ctx context.Context, database, what string, fn func(ctx context.Context, conn *pgx.Conn) ([]string, error)) error {
 	// Connecting and the queries that decide the statements: a few statements' time.
-	qctx, cancel := p.deadline(ctx, 4)
+	qctx, cancel := p.timeouts.Deadline(ctx, 4)
 	defer cancel()
 	conn, err := p.connectTo(qctx, database, p.timeouts.Statement)
 	if err != nil {
@@ -709,7 +582,7 @@ func (p *Postgres) inside(ctx context.Context, database, what string, fn func(ct
 	if len(stmts) == 0 {
 		return nil
 	}
-	sctx, scancel := p.deadline(ctx, len(stmts))
+	sctx, scancel := p.timeouts.Deadline(ctx, len(stmts))
 	defer scancel()
 	if _, err := conn.Exec(sctx, strings.Join(stmts, ";\n")); err != nil {
 		return p.classify(err, what)
@@ -841,7 +714,7 @@ func (p *Postgres) Drop(ctx context.Context, db database.Database, retain bool) 
 	if err != nil {
 		return res, err
 	}
-	if err := sameServer(db.ServerID, id); err != nil {
+	if err := database.SameServer(db.ServerID, id); err != nil {
 		return res, err
 	}
 	role, err := p.role(ctx, db.Role)
@@ -912,7 +785,7 @@ func (p *Postgres) Drop(ctx context.Context, db database.Database, retain bool) 
 
 // terminate ends the sessions pg_stat_activity selects by where, and says how many.
 func (p *Postgres) terminate(ctx context.Context, what, where string, args ...any) (int, error) {
-	qctx, cancel := p.deadline(ctx, 1)
+	qctx, cancel := p.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	var n int64
 	err := p.pool.QueryRow(qctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE `+where, args...).Scan(&n)

@@ -1,10 +1,12 @@
 package postgres
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/pbkdf2"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,19 +110,6 @@ func TestSameValidity(t *testing.T) {
 	}
 }
 
-func TestSameServer(t *testing.T) {
-	for _, tc := range []struct {
-		want, got string
-		refused   bool
-	}{
-		{"", "1", false}, {"1", "", false}, {"1", "1", false}, {"1", "2", true},
-	} {
-		if err := sameServer(tc.want, tc.got); (err != nil) != tc.refused {
-			t.Errorf("sameServer(%q, %q) = %v", tc.want, tc.got, err)
-		}
-	}
-}
-
 func TestConnStringUsesTheEffectiveSSLMode(t *testing.T) {
 	for _, tc := range []struct {
 		server database.Server
@@ -134,10 +123,23 @@ func TestConnStringUsesTheEffectiveSSLMode(t *testing.T) {
 			t.Errorf("%s: want %s", got, tc.want)
 		}
 	}
-	// The pool is replaced when the CA changes.
-	a := settings(database.Server{Host: "h", CACert: []byte("a")}, DefaultTimeouts)
-	b := settings(database.Server{Host: "h", CACert: []byte("b")}, DefaultTimeouts)
-	if a == b {
-		t.Error("a new CA keeps the pool")
+}
+
+// The postgres connector refuses another engine with ErrEngineUnsupported, as the
+// mysql one does (it used to return an error of its own that callers could not tell).
+func TestConnectRefusesOtherEngines(t *testing.T) {
+	c := NewConnector()
+	defer c.Close()
+	if _, err := c.Connect(context.Background(), "mysql", database.Server{}); !errors.Is(err, database.ErrEngineUnsupported) {
+		t.Errorf("the postgres connector took mysql: %v", err)
+	}
+	for _, kind := range []string{"", Kind} {
+		e, err := c.Connect(context.Background(), kind, database.Server{Name: "a", Host: "127.0.0.1", Port: 1})
+		if err != nil {
+			t.Fatalf("engine %q: %v", kind, err)
+		}
+		if _, ok := e.(*Postgres); !ok {
+			t.Errorf("engine %q: got %T", kind, e)
+		}
 	}
 }

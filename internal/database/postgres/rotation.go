@@ -116,7 +116,7 @@ func (p *Postgres) DisableLogin(ctx context.Context, name, ownerUID string) erro
 
 // memberships lists the roles name is a direct member of.
 func (p *Postgres) memberships(ctx context.Context, name string) ([]string, error) {
-	ctx, cancel := p.deadline(ctx, 1)
+	ctx, cancel := p.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	rows, err := p.pool.Query(ctx, `SELECT g.rolname FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
 		JOIN pg_roles r ON r.oid = m.member WHERE r.rolname = $1 ORDER BY 1`, name)
@@ -134,7 +134,7 @@ func (p *Postgres) checkGrants(ctx context.Context, namespace string, grants []s
 	if len(grants) == 0 {
 		return nil
 	}
-	ctx, cancel := p.deadline(ctx, 1)
+	ctx, cancel := p.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	rows, err := p.pool.Query(ctx, `SELECT g.rolname, coalesce(shobj_description(g.oid, 'pg_authid'), ''),
 		EXISTS (SELECT 1 FROM pg_roles x WHERE pg_has_role(g.oid, x.oid, 'MEMBER') AND
@@ -187,7 +187,7 @@ func grantableTo(comment, namespace string) bool {
 // inTransaction runs stmts in one transaction, within the deadline of as many
 // statements.
 func (p *Postgres) inTransaction(ctx context.Context, what string, stmts []string) error {
-	ctx, cancel := p.deadline(ctx, len(stmts)+1)
+	ctx, cancel := p.timeouts.Deadline(ctx, len(stmts)+1)
 	defer cancel()
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		for _, s := range stmts {

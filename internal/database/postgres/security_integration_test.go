@@ -190,7 +190,7 @@ func TestExtensionsGoIntoTheAdminsSchema(t *testing.T) {
 func TestLockWaitsEndAtTheLockTimeout(t *testing.T) {
 	ctx := context.Background()
 	c := NewConnector()
-	c.Timeouts = Timeouts{Statement: 5 * time.Second, Lock: 500 * time.Millisecond}
+	c.Timeouts = database.Timeouts{Statement: 5 * time.Second, Lock: 500 * time.Millisecond}
 	t.Cleanup(c.Close)
 	e, err := c.Connect(ctx, "postgres", database.Server{Host: pg.Host, Port: pg.Port, SSLMode: "disable", Username: pg.Username, Password: pg.Password})
 	if err != nil {
@@ -241,7 +241,7 @@ func TestHungServersEndEachCallAtItsDeadline(t *testing.T) {
 			}
 			t.Cleanup(f.Close)
 			c := NewConnector()
-			c.Timeouts = Timeouts{Statement: time.Second, Grace: 500 * time.Millisecond}
+			c.Timeouts = database.Timeouts{Statement: time.Second, Grace: 500 * time.Millisecond}
 			t.Cleanup(c.Close)
 			e, err := c.Connect(ctx, "postgres", database.Server{Host: f.Host, Port: f.Port, SSLMode: "disable", Username: "orderly_admin", Password: "pw"})
 			if err != nil {

@@ -79,7 +79,7 @@ type userRole struct {
 // userRoles lists the roles whose names a user of db could have (the main role's
 // name, '_', anything).
 func (p *Postgres) userRoles(ctx context.Context, db database.Database) (map[string]userRole, error) {
-	qctx, cancel := p.deadline(ctx, 1)
+	qctx, cancel := p.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	rows, err := p.pool.Query(qctx, `SELECT rolname, coalesce(shobj_description(oid, 'pg_authid'), ''),
 		CASE WHEN isfinite(rolvaliduntil) THEN rolvaliduntil END
@@ -222,7 +222,7 @@ func (p *Postgres) dropUser(ctx context.Context, db database.Database, role stri
 
 // dropRole drops a role, returning the server's error as it is.
 func (p *Postgres) dropRole(ctx context.Context, r string) error {
-	ctx, cancel := p.deadline(ctx, 1)
+	ctx, cancel := p.timeouts.Deadline(ctx, 1)
 	defer cancel()
 	_, err := p.pool.Exec(ctx, "DROP ROLE IF EXISTS "+r)
 	return err
@@ -318,7 +318,7 @@ func (p *Postgres) connectAsOwner(ctx context.Context, db database.Database, sta
 // asOwner runs statements in one implicit transaction in a session logged in as
 // db's main role, with queries first to decide them.
 func (p *Postgres) asOwner(ctx context.Context, db database.Database, what string, fn func(ctx context.Context, conn *pgx.Conn) ([]string, error)) error {
-	qctx, cancel := p.deadline(ctx, 4)
+	qctx, cancel := p.timeouts.Deadline(ctx, 4)
 	defer cancel()
 	conn, err := p.connectAsOwner(qctx, db, p.timeouts.Statement, false)
 	if err != nil {
@@ -329,7 +329,7 @@ func (p *Postgres) asOwner(ctx context.Context, db database.Database, what strin
 	if err != nil || len(stmts) == 0 {
 		return err
 	}
-	sctx, scancel := p.deadline(ctx, len(stmts))
+	sctx, scancel := p.timeouts.Deadline(ctx, len(stmts))
 	defer scancel()
 	if _, err := conn.Exec(sctx, strings.Join(stmts, ";\n")); err != nil {
 		return p.classify(err, what)

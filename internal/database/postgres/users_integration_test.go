@@ -209,7 +209,7 @@ func TestInitRunsAsTheOwnerInOneTransaction(t *testing.T) {
 func TestInitIsStoppedAtItsTimeout(t *testing.T) {
 	ctx := context.Background()
 	c := NewConnector()
-	c.Timeouts = Timeouts{Init: time.Second, Grace: time.Second}
+	c.Timeouts = database.Timeouts{Init: time.Second, Grace: time.Second}
 	t.Cleanup(c.Close)
 	e, err := c.Connect(ctx, "postgres", pgServer())
 	if err != nil {

@@ -94,8 +94,8 @@ func TestMain(m *testing.M) {
 		pgConnector, myConnector := postgres.NewConnector(), mysql.NewConnector()
 		// Short enough that the tests of hung servers see reconciles end soon, long
 		// enough for every statement of the other tests on a busy machine.
-		pgConnector.Timeouts = postgres.Timeouts{Statement: 5 * time.Second, Lock: 2 * time.Second, Grace: time.Second}
-		myConnector.Timeouts = mysql.Timeouts{Statement: 5 * time.Second, Lock: 2 * time.Second, Grace: time.Second}
+		pgConnector.Timeouts = database.Timeouts{Statement: 5 * time.Second, Lock: 2 * time.Second, Grace: time.Second}
+		myConnector.Timeouts = database.Timeouts{Statement: 5 * time.Second, Lock: 2 * time.Second, Grace: time.Second}
 		connector := database.Engines{string(datav1alpha1.EnginePostgres): pgConnector, string(datav1alpha1.EngineMySQL): myConnector}
 		stop, err := e.StartManager(kit.Deps{Clock: clk, Databases: connector, Namespace: managerNamespace, Options: controller.Options{MaxConcurrentReconciles: 4}},
 			[]kit.Controller{Controller, databaseserver.Controller})
