@@ -18,11 +18,14 @@ import (
 	"orderly.dev/orderly/internal/testenv"
 )
 
-var k client.Client
+var (
+	k   client.Client
+	env *testenv.Env
+)
 
 func TestMain(m *testing.M) {
 	testenv.Main(m, func(e *testenv.Env) (func(), error) {
-		k = e.Client
+		env, k = e, e.Client
 		return nil, nil
 	})
 }
