@@ -37,13 +37,14 @@ run: build ## Start the local cluster (and a local PostgreSQL if installed), app
 # The checks run beside the build of the local cluster's binaries, which integration
 # and e2e need: on a fresh machine that build is the longest single step (about 20
 # minutes on 2 cores), and the checks spend part of their time downloading modules
-# rather than compiling. Integration and e2e then run side by side: each
-# starts API servers of its own (envtest, or the run's own local clusters) and spends
-# most of its time waiting on them, so together they take little longer than e2e alone.
+# rather than compiling. Integration, e2e and the attacker suite then run side by side:
+# each starts API servers of its own (envtest, or the run's own local clusters) and
+# spends most of its time waiting on them, so together they take little longer than e2e
+# alone (the attacker suite takes about 90 s by itself, less than e2e's waiting shard).
 # Each target's output is printed when it ends.
-test: prerequisites build ## Install what the tests need, run every check and all three test tiers.
+test: prerequisites build ## Install what the tests need, run every check, all three test tiers and the attacker suite.
 	$(MAKE) --no-print-directory --output-sync=target -j2 checks cluster-binaries
-	$(MAKE) --no-print-directory --output-sync=target -j2 integration e2e
+	$(MAKE) --no-print-directory --output-sync=target -j3 integration e2e attack
 
 # -j1: verify rewrites generated files that lint and unit read (make notes that it
 # resets the jobserver for this sub-make).
@@ -270,6 +271,14 @@ E2E_WAITING = ^(TestSecretRotationExternalNoRestartStorm|TestPlacementDivideFail
 e2e: build ## End-to-end tests: the orderly binary against the full local cluster (two shards, each on a cluster of its own).
 	$(GO) test -tags e2e -c -o $(BIN)/e2e.test ./test/e2e
 	ORDERLY_BIN=$(ORDERLY) hack/e2e-shards.sh $(BIN)/e2e.test '$(E2E_WAITING)'
+
+.PHONY: attack
+# What a user with edit in one namespace tries through every capability, each attempt
+# beside a control (test/attack, CONTRIBUTING.md): a local cluster and a manager of its
+# own, about 90 s.
+attack: build ## Attacker tests: a namespace editor's attempts to reach beyond her namespace through every kind, each beside a control.
+	$(GO) test -tags e2e -c -o $(BIN)/attack.test ./test/attack
+	cd test/attack && ORDERLY_BIN=$(ORDERLY) $(BIN)/attack.test -test.v -test.count=1 -test.timeout=30m
 
 .PHONY: bench
 bench: build ## Benchmarks on the local cluster; print figures and ratios to a baseline.
