@@ -52,12 +52,17 @@ func (rpmExtractor) Extract(ctx context.Context, input *filesystem.ScanInput) (i
 	if input.Root == "" {
 		return inventory.Inventory{}, errors.New("the RPM database must be a file on disk")
 	}
-	db, err := rpmdb.Open(filepath.Join(input.Root, filepath.FromSlash(input.Path)))
+	path := filepath.Join(input.Root, filepath.FromSlash(input.Path))
+	// The file is the image author's: checked before go-rpmdb trusts it (rpmcheck.go).
+	if err := checkRPMFile(path); err != nil {
+		return inventory.Inventory{}, fmt.Errorf("reading the RPM database %s: %w", input.Path, err)
+	}
+	db, err := rpmdb.Open(path)
 	if err != nil {
 		return inventory.Inventory{}, fmt.Errorf("opening the RPM database %s: %w", input.Path, err)
 	}
 	defer db.Close()
-	list, err := db.ListPackagesWithContext(ctx)
+	list, err := listPackages(ctx, db)
 	if err != nil {
 		return inventory.Inventory{}, fmt.Errorf("reading the RPM database %s: %w", input.Path, err)
 	}
@@ -78,6 +83,17 @@ func (rpmExtractor) Extract(ctx context.Context, input *filesystem.ScanInput) (i
 		})
 	}
 	return inventory.Inventory{Packages: pkgs}, nil
+}
+
+// listPackages lists db's packages. go-rpmdb parses the headers in this goroutine:
+// a header it cannot parse that makes it panic fails this database, not the manager.
+func listPackages(ctx context.Context, db *rpmdb.RpmDB) (list []*rpmdb.PackageInfo, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			list, err = nil, fmt.Errorf("a package header could not be parsed: %v", p)
+		}
+	}()
+	return db.ListPackagesWithContext(ctx)
 }
 
 // rpmSQLiteDriverName is the database/sql driver name go-rpmdb falls back to when no
@@ -163,6 +179,9 @@ func (s rpmSQLiteStmt) Query([]driver.Value) (driver.Rows, error) {
 		}
 		if len(rec) < 2 || rec[1].text == nil {
 			return nil, errors.New("an RPM Packages row without a blob")
+		}
+		if err := checkHeaderBlob(rec[1].text); err != nil {
+			return nil, err
 		}
 		blobs = append(blobs, rec[1].text)
 	}

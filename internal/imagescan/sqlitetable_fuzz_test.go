@@ -6,12 +6,11 @@ import (
 	"testing"
 )
 
-// sqliteFile builds a small SQLite database file by the file format, with 1024-byte
-// pages: page 1 the schema, naming table Packages at page 2, and page 2 a leaf with
+// sqliteFile builds a small SQLite database file by the file format, with pages of
+// pageSize bytes (rows must fit on a page): page 1 the schema, naming table Packages at page 2, and page 2 a leaf with
 // one row (NULL, blob) per blob. With copies > 0, page 2 holds the first blob's row
 // alone and copies cell pointers to it, as a crafted file can.
-func sqliteFile(blobs [][]byte, copies int) []byte {
-	const pageSize = 1024
+func sqliteFile(pageSize int, blobs [][]byte, copies int) []byte {
 	varint := func(v uint64) []byte {
 		if v < 0x80 {
 			return []byte{byte(v)}
@@ -63,7 +62,7 @@ func sqliteFile(blobs [][]byte, copies int) []byte {
 	}
 	file := make([]byte, 2*pageSize)
 	copy(file, sqliteMagic)
-	binary.BigEndian.PutUint16(file[16:], pageSize)
+	binary.BigEndian.PutUint16(file[16:], uint16(pageSize))
 	file[18], file[19], file[21], file[22], file[23] = 1, 1, 64, 32, 32
 	binary.BigEndian.PutUint32(file[28:], 2)
 	leaf(file[:pageSize], 100, [][]byte{record("table", "Packages", "Packages", 2, "CREATE TABLE Packages (hnum INTEGER PRIMARY KEY AUTOINCREMENT, blob BLOB NOT NULL)")}, 0)
@@ -78,18 +77,27 @@ func sqliteFile(blobs [][]byte, copies int) []byte {
 	return file
 }
 
+// fakeHeader is an n-byte blob shaped like an RPM package header (one index entry,
+// the rest data), which checkHeaderBlob lets through.
+func fakeHeader(n int) []byte {
+	b := bytes.Repeat([]byte("x"), n)
+	binary.BigEndian.PutUint32(b, 1)
+	binary.BigEndian.PutUint32(b[4:], uint32(n-24))
+	return b
+}
+
 // FuzzSQLiteTable reads any bytes as the RPM database's SQLite file, as the image
 // scanner does with a file from an image anyone may run. Properties: no panic; a
 // refusal is an error with a message; and what it reads is bounded by the file: all
 // the rows' payloads together are no larger than the file (a database stores each
 // byte of a row once), so a crafted file cannot make the manager hold more than it.
 func FuzzSQLiteTable(f *testing.F) {
-	f.Add(sqliteFile([][]byte{[]byte("header one"), []byte("header two")}, 0))
-	f.Add(sqliteFile([][]byte{bytes.Repeat([]byte("x"), 600)}, 0))
-	f.Add(sqliteFile(nil, 0))
-	f.Add(sqliteFile([][]byte{[]byte("a"), []byte("b"), []byte("c")}, 3))
+	f.Add(sqliteFile(1024, [][]byte{fakeHeader(30), fakeHeader(40)}, 0))
+	f.Add(sqliteFile(1024, [][]byte{fakeHeader(600)}, 0))
+	f.Add(sqliteFile(1024, nil, 0))
+	f.Add(sqliteFile(1024, [][]byte{[]byte("a"), []byte("b"), []byte("c")}, 3))
 	// One 600-byte row, pointed at 150 times: 90 KB of rows from a 2 KB file.
-	f.Add(sqliteFile([][]byte{bytes.Repeat([]byte("x"), 600)}, 150))
+	f.Add(sqliteFile(1024, [][]byte{fakeHeader(600)}, 150))
 	f.Add([]byte("SQLite format 3\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tbl, err := openSQLite(bytes.NewReader(data), int64(len(data)))
