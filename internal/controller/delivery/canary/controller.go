@@ -73,8 +73,11 @@ type Reconciler struct {
 	ManagerNamespace string
 
 	kinds *kit.KindDetector
-	prom  *prometheusClients
-	gate  *gate
+	// watches watches the route kinds from the first Canary that uses one (watch.go);
+	// nil in unit tests.
+	watches *kit.KindWatches
+	prom    *prometheusClients
+	gate    *gate
 }
 
 // Controller is the Canary controller as the manager runs it.
@@ -108,10 +111,11 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 }
 
 // The manager writes the Deployments and Services it creates, scales the user's
-// Deployment (patch), and sets weights in routes (update). It reads Secrets one by
-// one, by name, in a Canary's own namespace (get only: never listed, watched or
-// cached). Nothing is deleted by Orderly: what it creates carries an owner reference
-// and goes with the Canary.
+// Deployment (patch), and sets weights in routes (update; routes are watched by
+// metadata, and CRDs by name, to notice a route or its CRD appearing). It reads
+// Secrets one by one, by name, in a Canary's own namespace (get only: never listed,
+// watched or cached). Nothing is deleted by Orderly: what it creates carries an owner
+// reference and goes with the Canary.
 //
 // +kubebuilder:rbac:groups=delivery.orderly.dev,resources=canaries,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=delivery.orderly.dev,resources=canaries/status,verbs=get;patch
@@ -119,8 +123,9 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;create;update
-// +kubebuilder:rbac:groups=networking.istio.io,resources=virtualservices,verbs=get;update
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=networking.istio.io,resources=virtualservices,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Cache narrows the manager's cache to what this controller needs: of Services, only
@@ -148,7 +153,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}); err != nil {
 		return fmt.Errorf("indexing Canaries by target: %w", err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &deliveryv1alpha1.Canary{}, routeIndex, indexRoutes); err != nil {
+		return fmt.Errorf("indexing Canaries by route: %w", err)
+	}
+	watches, err := kit.NewKindWatches(mgr, kit.KindWatchOptions{Clock: r.clock(), Kinds: r.kinds, Views: []kit.View{{Name: routesView}}})
+	if err != nil {
+		return err
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(opts).
 		// Annotations carry `orderly canary promote` and `abort`.
@@ -158,7 +170,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		// generation) and the primary and canary (their rollouts). What the cache
 		// holds of them is never read: Deployments are read from the API server.
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.canariesForDeployment), builder.OnlyMetadata).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.watches = watches
+	return watches.Bind(c)
 }
 
 // canariesForDeployment maps a Deployment to the Canary that created it (by label) or
@@ -344,10 +361,7 @@ func (r *Reconciler) deliver(ctx context.Context, c *deliveryv1alpha1.Canary) (c
 		}
 		return ctrl.Result{}, err
 	}
-	if !obs.trafficReady && (res.requeueAfter == 0 || res.requeueAfter > trafficRecheck) {
-		// Nothing watches routes, nor kinds that may be installed later: look again.
-		res.requeueAfter = trafficRecheck
-	}
+	res.requeueAfter = trafficRequeue(&res, obs, routes)
 	// Queries not checked yet are checked again without waiting for an event: soon
 	// when Prometheus was busy with other Canaries, later when it did not answer.
 	recheck := time.Duration(0)

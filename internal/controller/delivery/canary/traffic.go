@@ -64,12 +64,18 @@ type routerObservation struct {
 	// problem says why traffic cannot be written here (reason, message); empty when
 	// it can.
 	reason, message string
+	// watched: what would make the route ready (its CRD installed, the route created
+	// or edited) brings the Canary back through a watch.
+	watched bool
 }
 
 func (o *routerObservation) ready() bool { return o.reason == "" }
 
-// observeRouter reads one route, straight from the API server: routes are neither
-// cached nor watched, as their kinds may not be installed.
+// observeRouter reads one route, straight from the API server (a weight is written
+// over what was read, under its resourceVersion). The route kinds are watched by
+// metadata, from the first Canary that uses one (kit.KindWatches): a route created,
+// edited or deleted brings its Canaries back; a kind whose CRD is missing is waited
+// for through the CRD watch.
 func (r *Reconciler) observeRouter(ctx context.Context, c *deliveryv1alpha1.Canary, rt router) (routerObservation, error) {
 	o := routerObservation{router: rt, status: deliveryv1alpha1.RouterStatus{Kind: rt.kind, Name: rt.name}}
 	version, err := r.kinds.Version(rt.gk)
@@ -79,10 +85,12 @@ func (r *Reconciler) observeRouter(ctx context.Context, c *deliveryv1alpha1.Cana
 	if version == "" {
 		o.reason = rt.kind + "CRDMissing"
 		o.message = fmt.Sprintf("the %s CRD (%s) is not installed in the cluster", rt.kind, rt.gk.Group)
+		o.watched = r.waitForKind(ctx, c, rt.gk)
 		return o, nil
 	}
 	o.version = version
 	o.status.Installed = true
+	o.watched = r.watchRoutes(ctx, rt.gk.WithVersion(version))
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(rt.gk.WithVersion(version))
 	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: rt.name}, u)
@@ -91,6 +99,7 @@ func (r *Reconciler) observeRouter(ctx context.Context, c *deliveryv1alpha1.Cana
 		r.kinds.Forget(rt.gk)
 		o.status.Installed = false
 		o.reason, o.message = rt.kind+"CRDMissing", fmt.Sprintf("the %s CRD (%s) is not installed in the cluster", rt.kind, rt.gk.Group)
+		o.watched = r.waitForKind(ctx, c, rt.gk)
 		return o, nil
 	case apierrors.IsNotFound(err):
 		if !rt.create {
