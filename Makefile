@@ -47,9 +47,10 @@ test: prerequisites build ## Install what the tests need, run every check, all t
 	$(MAKE) --no-print-directory --output-sync=target -j3 integration e2e attack
 
 # -j1: verify rewrites generated files that lint and unit read (make notes that it
-# resets the jobserver for this sub-make).
-checks: ## verify, lint and unit, one after another.
-	$(MAKE) --no-print-directory -j1 verify lint unit
+# resets the jobserver for this sub-make). fuzz-short has the slack: the build beside
+# the checks takes longer than all of them.
+checks: ## verify, lint, unit and fuzz-short, one after another.
+	$(MAKE) --no-print-directory -j1 verify lint unit fuzz-short
 
 cluster-binaries: build ## Build (or find in the cache) the local cluster's binaries.
 	$(ORDERLY) dev build
@@ -279,6 +280,17 @@ e2e: build ## End-to-end tests: the orderly binary against the full local cluste
 attack: build ## Attacker tests: a namespace editor's attempts to reach beyond her namespace through every kind, each beside a control.
 	$(GO) test -tags e2e -c -o $(BIN)/attack.test ./test/attack
 	cd test/attack && ORDERLY_BIN=$(ORDERLY) $(BIN)/attack.test -test.v -test.count=1 -test.timeout=30m
+
+# Every Go fuzz target (func FuzzX in a *_test.go file: the parsers and compilers of
+# user input), one after another, each for FUZZTIME (hack/fuzz.sh). A failing input is
+# kept in the package's testdata/fuzz/FuzzX/, where `go test` runs it from then on.
+FUZZTIME ?= 60s
+.PHONY: fuzz fuzz-short
+fuzz: ## Fuzz every parser and compiler of user input, FUZZTIME each (default 60s); a failing input stays under the package's testdata/fuzz.
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+
+fuzz-short: ## Every fuzz target for 5s (part of make test's checks).
+	FUZZTIME=5s hack/fuzz.sh
 
 .PHONY: bench
 bench: build ## Benchmarks on the local cluster; print figures and ratios to a baseline.
