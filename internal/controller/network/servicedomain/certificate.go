@@ -64,7 +64,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, sd *networkv1alph
 		obs.cert.fail("CertificateWriteFailed", err.Error())
 		return err
 	}
-	watched := r.watch.watching(certificateKind)
+	watched := r.watch.isWatching(certificateKind)
 	if existing == nil {
 		obs.cert.wait("Issuing", fmt.Sprintf("Certificate %s is written; waiting for cert-manager to issue it from %s %s", sd.Name, kind, issuer.Name), watched)
 		return nil

@@ -41,8 +41,8 @@ const Name = "servicedomain"
 const finalizer = "network.orderly.dev/cleanup"
 
 // pendingRecheck is how soon a ServiceDomain that waits on something Orderly does
-// not watch (a CRD being installed, cert-manager issuing, a Gateway's address) is
-// looked at again.
+// not watch (the DNS server; a kind or a CRD the manager may not watch) is looked at
+// again.
 const pendingRecheck = 10 * time.Second
 
 // defaultResync is the resync interval when a zone does not set one.
@@ -98,8 +98,9 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 // each ServiceDomain in its namespace (server-side apply: create and patch; delete
 // only those it controls, when the ServiceDomain goes or its namespace loses the
 // zone; watched, only those labelled as a ServiceDomain's), watches Gateways (their
-// addresses), watches Services (their names only: a ServiceDomain reports one that
-// does not exist), watches Namespaces' labels (metadata only: a
+// addresses), watches CRDs (their names: a missing kind's CRD appearing), watches
+// Services (their names only: a ServiceDomain reports one that does not exist),
+// watches Namespaces' labels (metadata only: a
 // zone's allowedNamespaces selects by them), and reads TSIG Secrets by name (get
 // only: never listed, watched or cached; only the manager's namespace is read).
 //
@@ -116,6 +117,7 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Cache narrows the manager's cache to what this controller needs: of Ingresses,
@@ -136,7 +138,7 @@ func (r *Reconciler) clock() clock.PassiveClock {
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	children, err := newChildrenCache(mgr)
+	kinds, err := newKindWatches(mgr, r.clock(), r.kinds)
 	if err != nil {
 		return err
 	}
@@ -162,12 +164,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		return err
 	}
 	r.watch = &watches{
-		children: children, shared: mgr.GetCache(), services: services, ctrl: c,
+		kinds: kinds, services: services,
 		owner:    handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &networkv1alpha1.ServiceDomain{}, handler.OnlyControllerOwner()),
 		gateways: handler.EnqueueRequestsFromMapFunc(r.domainsOfGateway),
-		started:  map[schema.GroupKind]bool{},
+		watching: map[schema.GroupKind]bool{},
 	}
-	return nil
+	return kinds.Bind(c)
 }
 
 // domainsOfNamespace maps a Namespace to its ServiceDomains.

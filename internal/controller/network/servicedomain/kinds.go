@@ -44,7 +44,7 @@ func (r *Reconciler) ownChild(ctx context.Context, sd *networkv1alpha1.ServiceDo
 		return gvk, nil, false, err
 	}
 	if version == "" {
-		p.fail(missingReason, missingMessage)
+		p.wait(missingReason, missingMessage, r.watch.waitFor(ctx, gk, sd))
 		return gvk, nil, false, nil
 	}
 	gvk = gk.WithVersion(version)
@@ -59,7 +59,8 @@ func (r *Reconciler) ownChild(ctx context.Context, sd *networkv1alpha1.ServiceDo
 	case apierrors.IsNotFound(err):
 		return gvk, nil, true, nil
 	case err != nil:
-		// Perhaps the CRD went away: ask again next time.
+		// Perhaps the CRD went away: ask again next time (the CRD watch stops the
+		// kind's watch when it did).
 		r.kinds.Forget(gk)
 		p.fail(gk.Kind+"ReadFailed", err.Error())
 		return gvk, nil, false, err

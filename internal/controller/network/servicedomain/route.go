@@ -94,26 +94,30 @@ func (r *Reconciler) reconcileHTTPRoute(ctx context.Context, sd *networkv1alpha1
 
 	// The Gateway: that it exists, and its addresses.
 	gwVersion, err := r.kinds.Version(gatewayKind)
-	if err != nil || gwVersion == "" {
+	if err != nil {
 		obs.route.fail("GatewayAPIMissing", "the Gateway kind is not served; install the Gateway API CRDs")
 		return err
+	}
+	if gwVersion == "" {
+		obs.route.wait("GatewayAPIMissing", "the Gateway kind is not served; install the Gateway API CRDs", r.watch.waitFor(ctx, gatewayKind, sd))
+		return nil
 	}
 	g, _, err := r.watch.get(ctx, r.APIReader, gatewayKind.WithVersion(gwVersion), client.ObjectKey{Namespace: gw.Namespace, Name: gw.Name})
 	switch {
 	case apierrors.IsNotFound(err):
 		obs.route.wait("GatewayNotFound", fmt.Sprintf("HTTPRoute %s is written, but Gateway %s/%s that DomainZone %s names does not exist; a platform admin must create it (or fix the zone)", sd.Name, gw.Namespace, gw.Name, zone.Name),
-			r.watch.watching(gatewayKind))
+			r.watch.isWatching(gatewayKind))
 		return nil
 	case err != nil:
 		obs.route.fail("GatewayReadFailed", err.Error())
 		return err
 	}
 	obs.routeTarget = &routeTarget{source: fmt.Sprintf("Gateway %s/%s status.addresses", gw.Namespace, gw.Name), addresses: gatewayAddresses(g),
-		watched: r.watch.watching(gatewayKind)}
+		watched: r.watch.isWatching(gatewayKind)}
 
 	// What the Gateway's controller says of the route, when one runs.
 	if reason, msg, refused := routeRefusal(existing, gw); refused {
-		obs.route.wait(reason, fmt.Sprintf("Gateway %s/%s does not accept HTTPRoute %s: %s", gw.Namespace, gw.Name, sd.Name, msg), r.watch.watching(httpRouteKind))
+		obs.route.wait(reason, fmt.Sprintf("Gateway %s/%s does not accept HTTPRoute %s: %s", gw.Namespace, gw.Name, sd.Name, msg), r.watch.isWatching(httpRouteKind))
 		return nil
 	}
 	r.routeReady(sd, obs, "Attached", fmt.Sprintf("HTTPRoute %s is attached to Gateway %s/%s", sd.Name, gw.Namespace, gw.Name))

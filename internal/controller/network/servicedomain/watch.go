@@ -15,38 +15,38 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
 
 // The kinds a ServiceDomain waits on (HTTPRoutes, Certificates, DNSEndpoints it
 // writes, and the Gateways its zone names) may not be served when the manager starts:
-// the Gateway API or cert-manager can be installed later. So they are watched from
-// the first reconcile that finds them served, not from start-up, and each is read
-// from its watch's cache instead of the API server.
+// the Gateway API or cert-manager can be installed later. So they are watched through
+// kit.KindWatches, from the first reconcile that finds them served, and each is read
+// from its watch's cache instead of the API server; a kind that is not served is
+// waited for through the kit's CRD watch, not polled.
 //
-//   - What Orderly writes is held in a cache of its own that lists only objects
+//   - What Orderly writes is held in a view of its own that lists only objects
 //     labelled with a ServiceDomain's name and Orderly's managed-by label: one
 //     HTTPRoute, Certificate and DNSEndpoint per ServiceDomain, never anyone else's.
 //     An object absent from it is still looked up on the API server before one is
 //     written, since an object of the same name that is not Orderly's does not
 //     carry the label.
-//   - Gateways are the platform's: the manager's cache holds them whole (a cluster
-//     has few), and only a change of their addresses wakes the ServiceDomains of the
-//     zones that name them (a Gateway's status also counts attached routes, which
-//     changes with every new route).
-
+//   - Gateways are the platform's: a view holds them whole (a cluster has few), and
+//     only a change of their addresses wakes the ServiceDomains of the zones that
+//     name them (a Gateway's status also counts attached routes, which changes with
+//     every new route).
 //   - Services are the teams': a ServiceDomain only needs to know whether its Service
 //     exists, so a cache of their own holds every Service's name and nothing else, and
 //     only a Service's creation or deletion wakes the ServiceDomains that name it.
@@ -61,22 +61,27 @@ const cacheReadTimeout = 5 * time.Second
 // reports is looked at again anyway, in case an event was missed.
 const watchedRecheck = 2 * time.Minute
 
+// Views of kit.KindWatches.
+const (
+	childrenView = "children"
+	gatewaysView = "gateways"
+)
+
 // watches starts the watches on kinds found served at run time and reads from them.
 type watches struct {
-	// children caches what Orderly wrote for ServiceDomains; shared is the manager's
-	// cache, for Gateways; services holds the names of all Services.
-	children, shared, services cache.Cache
-	ctrl                       controller.Controller
-	owner                      handler.EventHandler
-	gateways                   handler.EventHandler
+	kinds *kit.KindWatches
+	// services holds the names of all Services.
+	services cache.Cache
+	owner    handler.EventHandler
+	gateways handler.EventHandler
 
-	mu      sync.Mutex
-	started map[schema.GroupKind]bool
+	mu       sync.Mutex
+	watching map[schema.GroupKind]bool
 }
 
-// newChildrenCache is the cache of what Orderly writes for ServiceDomains; it runs
-// with the manager.
-func newChildrenCache(mgr ctrl.Manager) (cache.Cache, error) {
+// newKindWatches is the kit's watches of the kinds found at run time: Orderly's
+// children by their labels, Gateways whole. Both run with the manager.
+func newKindWatches(mgr ctrl.Manager, clk clock.PassiveClock, kinds *kit.KindDetector) (*kit.KindWatches, error) {
 	sdLabel, err := k8slabels.NewRequirement(networkv1alpha1.ServiceDomainLabel, selection.Exists, nil)
 	if err != nil {
 		return nil, err
@@ -85,15 +90,14 @@ func newChildrenCache(mgr ctrl.Manager) (cache.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultLabelSelector: k8slabels.NewSelector().Add(*sdLabel, *managed),
-		DefaultTransform:     cache.TransformStripManagedFields(),
-	})
+	kw, err := kit.NewKindWatches(mgr, kit.KindWatchOptions{Clock: clk, Kinds: kinds, Views: []kit.View{
+		{Name: childrenView, Selector: k8slabels.NewSelector().Add(*sdLabel, *managed), Whole: true},
+		{Name: gatewaysView, Whole: true},
+	}})
 	if err != nil {
-		return nil, fmt.Errorf("building the cache of ServiceDomains' routes and certificates: %w", err)
+		return nil, fmt.Errorf("building the watches of ServiceDomains' routes, certificates and Gateways: %w", err)
 	}
-	return c, mgr.Add(c)
+	return kw, nil
 }
 
 // newServicesCache is the cache of every Service's name and namespace (metadata
@@ -168,68 +172,64 @@ func (r *Reconciler) domainsOfService(ctx context.Context, o client.Object) []re
 	return out
 }
 
-// watching is true once gk's watch has been started.
-func (w *watches) watching(gk schema.GroupKind) bool {
+// isWatching is true once gk's watch runs.
+func (w *watches) isWatching(gk schema.GroupKind) bool {
 	if w == nil {
 		return false
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.started[gk]
+	return w.watching[gk]
 }
 
-// ensure starts the watch on gvk, once.
-func (w *watches) ensure(gvk schema.GroupVersionKind) error {
-	if w == nil {
-		return nil
+// ensure makes sure gvk is watched, and says how it stands.
+func (w *watches) ensure(ctx context.Context, gvk schema.GroupVersionKind) kit.WatchState {
+	var st kit.WatchState
+	if gvk.GroupKind() == gatewayKind {
+		st = w.kinds.Watch(ctx, gatewaysView, gvk, w.gateways, addressesChanged())
+	} else {
+		st = w.kinds.Watch(ctx, childrenView, gvk, w.owner, childChanged())
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.started[gvk.GroupKind()] {
-		return nil
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	var src source.Source
-	if gvk.GroupKind() == gatewayKind {
-		src = source.Kind(w.shared, client.Object(u), w.gateways, addressesChanged())
-	} else {
-		src = source.Kind(w.children, client.Object(u), w.owner, childChanged())
-	}
-	if err := w.ctrl.Watch(src); err != nil {
-		return fmt.Errorf("watching %s: %w", gvk.Kind, err)
-	}
-	w.started[gvk.GroupKind()] = true
-	return nil
+	w.watching[gvk.GroupKind()] = st.Watching
+	w.mu.Unlock()
+	return st
 }
 
-// cacheFor is the cache gk is read from.
-func (w *watches) cacheFor(gk schema.GroupKind) cache.Cache {
+// viewOf is the view gk is watched through.
+func viewOf(gk schema.GroupKind) string {
 	if gk == gatewayKind {
-		return w.shared
+		return gatewaysView
 	}
-	return w.children
+	return childrenView
 }
 
-// get reads namespace/name of gvk from its watch's cache; from reader when the
-// kind is not watched yet or its cache does not answer in time. found is false
-// when the cache does not hold it: for a kind of the children cache, the caller
-// must still ask the API server before writing.
+// get reads namespace/name of gvk from its watch's cache; from reader when the kind
+// is not watched, or its cache has not listed it yet. fromCache is true when the
+// cache answered: for a kind of the children view, an object it does not hold must
+// still be asked of the API server before writing.
 func (w *watches) get(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, key client.ObjectKey) (obj *unstructured.Unstructured, fromCache bool, err error) {
 	obj = &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
-	if err := w.ensure(gvk); err != nil {
-		log.FromContext(ctx).Error(err, "Starting a watch; reading from the API server instead", "kind", gvk.Kind)
-	} else if w != nil {
-		cctx, cancel := context.WithTimeout(ctx, cacheReadTimeout)
-		err := w.cacheFor(gvk.GroupKind()).Get(cctx, key, obj)
-		cancel()
-		if err == nil || apierrors.IsNotFound(err) {
-			return obj, true, err
+	if w != nil {
+		if st := w.ensure(ctx, gvk); st.Synced {
+			err := w.kinds.Reader(viewOf(gvk.GroupKind())).Get(ctx, key, obj)
+			if err == nil || apierrors.IsNotFound(err) {
+				return obj, true, err
+			}
+			log.FromContext(ctx).V(1).Info("The watch's cache did not answer; reading from the API server", "kind", gvk.Kind, "error", err.Error())
 		}
-		log.FromContext(ctx).V(1).Info("The watch's cache did not answer; reading from the API server", "kind", gvk.Kind, "error", err.Error())
 	}
 	return obj, false, reader.Get(ctx, key, obj)
+}
+
+// waitFor registers sd as waiting for kind gk to be served; it says whether its
+// CRD's appearance is watched.
+func (w *watches) waitFor(ctx context.Context, gk schema.GroupKind, sd *networkv1alpha1.ServiceDomain) bool {
+	if w == nil {
+		return false
+	}
+	return w.kinds.WaitForKind(ctx, gk, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(sd)})
 }
 
 // childChanged lets through what a ServiceDomain must look at again: a change of
