@@ -43,6 +43,11 @@ type Desired struct {
 func Records(values []string) (a, aaaa []string, cname string, err error) {
 	for _, v := range values {
 		if ip, perr := netip.ParseAddr(v); perr == nil {
+			if ip.Zone() != "" {
+				// fe80::1%eth0: a record holds the address alone, so the server's
+				// answer would never equal the value, and every reconcile would write.
+				return nil, nil, "", fmt.Errorf("%q is an address with a zone (%%%s), which a DNS record cannot hold", v, ip.Zone())
+			}
 			if ip.Is4() || ip.Is4In6() {
 				a = append(a, ip.Unmap().String())
 			} else {
