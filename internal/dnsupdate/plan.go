@@ -162,6 +162,9 @@ func UpdateFor(action Action, d Desired) (*dns.Msg, error) {
 	if len(a) == 0 && len(aaaa) == 0 && cname == "" {
 		return nil, fmt.Errorf("no value for the record of %s", d.Host)
 	}
+	if !dns.IsSubDomain(dns.Fqdn(d.Zone), dns.Fqdn(d.Host)) {
+		return nil, fmt.Errorf("%s is not in zone %s: an update of the zone cannot write it", d.Host, d.Zone)
+	}
 	host, owner := dns.Fqdn(d.Host), dns.Fqdn(OwnerName(d.Host))
 	m := new(dns.Msg)
 	m.SetUpdate(dns.Fqdn(d.Zone))

@@ -107,6 +107,17 @@ func TestUpdateForCarriesPrerequisites(t *testing.T) {
 	}
 }
 
+// An update never names a record outside the zone it is sent for (found by FuzzPlan:
+// UpdateFor built one for any hostname, leaving the zone's server to refuse it).
+func TestUpdateForStaysInTheZone(t *testing.T) {
+	for _, host := range []string{"web.other.com", "int.example.com.evil.io", "example.com"} {
+		d := Desired{Zone: "int.example.com", Host: host, Owner: OwnerValue("shop", "web"), Values: []string{"192.0.2.1"}, TTL: 60}
+		if _, err := UpdateFor(Create, d); err == nil || !strings.Contains(err.Error(), "is not in zone int.example.com") {
+			t.Errorf("UpdateFor of %s in zone int.example.com: %v", host, err)
+		}
+	}
+}
+
 func TestKeyValidateDoesNotQuoteTheSecret(t *testing.T) {
 	k := Key{Name: "k", Algorithm: "hmac-md4", Secret: "c2VjcmV0"}
 	err := k.Validate()
