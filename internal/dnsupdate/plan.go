@@ -209,8 +209,16 @@ func DeleteFor(zone, host, ownerValue string) *dns.Msg {
 	return m
 }
 
+// ownerTXT is the ownership record of value. A TXT record's strings hold 255 bytes
+// each, and a ServiceDomain's namespace and name make values up to 348 bytes: the
+// value is cut into strings of 255, which Observe joins again.
 func ownerTXT(name, value string, ttl uint32) *dns.TXT {
-	return &dns.TXT{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: ttl}, Txt: []string{value}}
+	var txt []string
+	for len(value) > 255 {
+		txt, value = append(txt, value[:255]), value[255:]
+	}
+	txt = append(txt, value)
+	return &dns.TXT{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: ttl}, Txt: txt}
 }
 
 // rrsets are RRs that name the RRsets (name, type) for the prerequisite and removal

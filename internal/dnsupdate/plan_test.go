@@ -118,6 +118,30 @@ func TestUpdateForStaysInTheZone(t *testing.T) {
 	}
 }
 
+// A ServiceDomain's namespace and name make ownership values up to 348 bytes, more
+// than a TXT string holds: the update did not pack ("string exceeded 255 bytes in
+// txt", found by FuzzPlan). The value is cut into strings that Observe joins again.
+func TestLongOwnerValue(t *testing.T) {
+	owner := OwnerValue(strings.Repeat("n", 63), strings.Repeat("s", 253))
+	d := Desired{Zone: "int.example.com", Host: "web.int.example.com", Owner: owner, Values: []string{"192.0.2.1"}, TTL: 60}
+	for _, action := range []Action{Create, Replace} {
+		m, err := UpdateFor(action, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Pack(); err != nil {
+			t.Fatalf("%s does not pack: %v", action, err)
+		}
+	}
+	txt := ownerTXT("x.", owner, 0)
+	if len(txt.Txt) != 2 || strings.Join(txt.Txt, "") != owner {
+		t.Fatalf("TXT strings %d, joined %v", len(txt.Txt), strings.Join(txt.Txt, "") == owner)
+	}
+	if _, err := DeleteFor(d.Zone, d.Host, owner).Pack(); err != nil {
+		t.Fatalf("the delete does not pack: %v", err)
+	}
+}
+
 func TestKeyValidateDoesNotQuoteTheSecret(t *testing.T) {
 	k := Key{Name: "k", Algorithm: "hmac-md4", Secret: "c2VjcmV0"}
 	err := k.Validate()
