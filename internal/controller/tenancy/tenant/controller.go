@@ -75,9 +75,9 @@ type Reconciler struct {
 
 	// RESTMapper finds the resource of each spec.resources kind.
 	RESTMapper meta.RESTMapper
-	// ResourcesResync is how often a Tenant with spec.resources looks at its objects
-	// again (DefaultResourcesResync when zero): a kind the manager may not watch is
-	// repaired only then.
+	// ResourcesResync is how often a Tenant with spec.resources of a kind the manager
+	// may not watch looks at its objects again (DefaultResourcesResync when zero):
+	// those are repaired only then.
 	ResourcesResync time.Duration
 
 	converged *convergedChildren
@@ -136,6 +136,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=list;watch;create
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;patch;delete,resourceNames=orderly-tenant-owners;orderly-tenant-binding-0;orderly-tenant-binding-1;orderly-tenant-binding-2;orderly-tenant-binding-3;orderly-tenant-binding-4;orderly-tenant-binding-5;orderly-tenant-binding-6;orderly-tenant-binding-7;orderly-tenant-binding-8;orderly-tenant-binding-9;orderly-tenant-binding-10;orderly-tenant-binding-11;orderly-tenant-binding-12;orderly-tenant-binding-13;orderly-tenant-binding-14;orderly-tenant-binding-15;orderly-tenant-binding-16;orderly-tenant-binding-17;orderly-tenant-binding-18;orderly-tenant-binding-19;orderly-tenant-binding-20;orderly-tenant-binding-21;orderly-tenant-binding-22;orderly-tenant-binding-23;orderly-tenant-binding-24;orderly-tenant-binding-25;orderly-tenant-binding-26;orderly-tenant-binding-27;orderly-tenant-binding-28;orderly-tenant-binding-29;orderly-tenant-binding-30;orderly-tenant-binding-31
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=orderly-tenant-admin;edit;view
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller with mgr.
@@ -199,8 +200,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err != nil {
 		return err
 	}
-	r.resourceWatches, err = r.newResourceWatches(mgr, c)
-	return err
+	if r.resourceWatches, err = r.newResourceWatches(mgr); err != nil {
+		return err
+	}
+	return r.resourceWatches.kinds.Bind(c)
 }
 
 // selfServiceTenants maps a change of one of the shared admission objects to every
@@ -386,8 +389,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{RequeueAfter: pendingRecheck}, nil
 		}
 	}
-	if len(t.Spec.Resources) > 0 {
-		// Their objects are not watched: this is how hand edits are repaired.
+	if extra.unwatched {
+		// Objects of a kind the manager may not watch: this is how hand edits are
+		// repaired.
 		return ctrl.Result{RequeueAfter: r.ResourcesResync}, nil
 	}
 	return ctrl.Result{}, nil

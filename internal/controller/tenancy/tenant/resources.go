@@ -39,8 +39,9 @@ import (
 // Their kinds are whatever the platform allows, so they are not in Orderly's scheme:
 // each reconcile reads them from the API server and writes only what differs. They
 // are watched by metadata once a Tenant names them (resources_watch.go), so a hand
-// edit or deletion is repaired at once; a Tenant with resources is also reconciled
-// again every ResourcesResync, for kinds the manager may not watch. The platform's
+// edit or deletion is repaired at once; a Tenant with resources of a kind the manager
+// may not watch is reconciled again every ResourcesResync instead, and its entry says
+// so. A kind that is not served is waited for through the CRD watch. The platform's
 // allow-list is the manager's RBAC: ClusterRoles labelled tenancy.orderly.dev/aggregate-to-tenant-resources
 // (config/rbac/tenant_resources_role.yaml); a kind it may not write is reported.
 
@@ -78,8 +79,11 @@ type resourceOutcome struct {
 	entries []tenancyv1alpha1.TenantResourceStatus
 	// reason and message of the condition when something is not applied; "" when all is.
 	reason, message string
-	// recheck: something waits on a person (a CRD, a grant, someone else's object).
+	// recheck: something waits on a person (a grant, someone else's object, a CRD
+	// whose installation is not watched).
 	recheck bool
+	// unwatched: an entry's objects are of a kind the manager may not watch.
+	unwatched bool
 	// err is a failure worth retrying at once (with backoff).
 	err error
 }
@@ -342,6 +346,8 @@ func namesOf(namespaces []tenantNamespace) []string {
 type resourceProblem struct {
 	reason  string
 	message string
+	// watched: what would solve it (a CRD installed) brings the Tenant back.
+	watched bool
 }
 
 // reconcileResources applies every spec.resources entry into namespaces (the
@@ -367,10 +373,11 @@ func (r *Reconciler) reconcileResources(ctx context.Context, t *tenancyv1alpha1.
 	var problems []resourceProblem
 	declared := map[string]tenancyv1alpha1.TenantResourceStatus{}
 	for i := range t.Spec.Resources {
-		st, prob, err := r.applyResource(ctx, t, &t.Spec.Resources[i], namespaces)
+		st, prob, unwatched, err := r.applyResource(ctx, t, &t.Spec.Resources[i], namespaces)
 		if err != nil && out.err == nil {
 			out.err = err
 		}
+		out.unwatched = out.unwatched || unwatched
 		if prob != nil {
 			problems = append(problems, *prob)
 		}
@@ -410,7 +417,7 @@ func (r *Reconciler) reconcileResources(ctx context.Context, t *tenancyv1alpha1.
 		msgs := make([]string, 0, len(problems))
 		for _, p := range problems {
 			msgs = append(msgs, p.message)
-			if p.reason != ReasonResourceApplyFailed {
+			if p.reason != ReasonResourceApplyFailed && !p.watched {
 				out.recheck = true
 			}
 		}
@@ -427,7 +434,11 @@ func sameObject(a, b tenancyv1alpha1.TenantResourceStatus) bool {
 
 // entryProblem is why an entry is not applied somewhere that only a person can fix
 // (a grant, a CRD, the entry itself, someone else's object): reported, not retried.
-type entryProblem struct{ reason, message string }
+// watched: the fix (a CRD installed) brings the Tenant back through a watch.
+type entryProblem struct {
+	reason, message string
+	watched         bool
+}
 
 func (e *entryProblem) Error() string { return e.message }
 
@@ -447,27 +458,31 @@ func objectNames(st tenancyv1alpha1.TenantResourceStatus) []string {
 }
 
 // applyResource keeps one entry's objects in every namespace. It returns the entry's
-// status, the problem that keeps them from some namespaces (nil when none), and an
-// error worth retrying.
-func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantResource, namespaces []tenantNamespace) (tenancyv1alpha1.TenantResourceStatus, *resourceProblem, error) {
+// status, the problem that keeps them from some namespaces (nil when none), whether
+// its kind is one the manager may not watch (its objects are then repaired at the
+// resync, and the status says so), and an error worth retrying.
+func (r *Reconciler) applyResource(ctx context.Context, t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantResource, namespaces []tenantNamespace) (tenancyv1alpha1.TenantResourceStatus, *resourceProblem, bool, error) {
 	st := tenancyv1alpha1.TenantResourceStatus{Name: entry.Name}
-	err := r.keepEntry(ctx, t, entry, namespaces, &st)
+	var unwatched string
+	err := r.keepEntry(ctx, t, entry, namespaces, &st, &unwatched)
 	var prob *entryProblem
 	switch {
 	case errors.As(err, &prob):
 		msg := fmt.Sprintf("resources[%s]: %s", entry.Name, prob.message)
 		st.Message = kit.Truncate(msg, namespaceMessageLimit)
-		return st, &resourceProblem{reason: prob.reason, message: msg}, nil
+		return st, &resourceProblem{reason: prob.reason, message: msg, watched: prob.watched}, unwatched != "", nil
 	case err != nil:
 		st.Message = kit.Truncate(err.Error(), namespaceMessageLimit)
-		return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, err
+		return st, &resourceProblem{reason: ReasonResourceApplyFailed, message: err.Error()}, unwatched != "", err
+	case unwatched != "":
+		st.Message = kit.Truncate(fmt.Sprintf("applied; not watched (%s): hand edits are repaired every %s", unwatched, r.ResourcesResync), namespaceMessageLimit)
 	}
-	return st, nil, nil
+	return st, nil, unwatched != "", nil
 }
 
 // keepEntry does applyResource's work, filling st as it learns; an *entryProblem is
 // reported, any other error retried.
-func (r *Reconciler) keepEntry(ctx context.Context, t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantResource, namespaces []tenantNamespace, st *tenancyv1alpha1.TenantResourceStatus) error {
+func (r *Reconciler) keepEntry(ctx context.Context, t *tenancyv1alpha1.Tenant, entry *tenancyv1alpha1.TenantResource, namespaces []tenantNamespace, st *tenancyv1alpha1.TenantResourceStatus, unwatched *string) error {
 	// What the object is: the source's identity, or the object's as rendered for no
 	// namespace in particular.
 	if f := entry.From; f != nil {
@@ -496,15 +511,16 @@ func (r *Reconciler) keepEntry(ctx context.Context, t *tenancyv1alpha1.Tenant, e
 	mapping, err := r.RESTMapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
 	case meta.IsNoMatchError(err):
-		return problemf(ReasonKindNotFound, "the API server does not serve %s %s (is its CRD installed?)", gvk.Kind, gvk.GroupVersion())
+		return &entryProblem{reason: ReasonKindNotFound, watched: r.resourceWatches.waitFor(ctx, gvk.GroupKind(), t),
+			message: fmt.Sprintf("the API server does not serve %s %s (is its CRD installed?)", gvk.Kind, gvk.GroupVersion())}
 	case err != nil:
 		return fmt.Errorf("finding the resource of %s: %w", gvk, err)
 	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
 		return problemf(ReasonInvalidResource, "%s is cluster-scoped: resources holds objects that live in namespaces", gvk.Kind)
 	}
-	r.resourceWatches.ensure(ctx, gvk, mapping.Resource, watchCopies)
-	if entry.From != nil {
-		r.resourceWatches.ensure(ctx, gvk, mapping.Resource, watchSources)
+	*unwatched = r.resourceWatches.ensure(ctx, gvk, watchCopies)
+	if entry.From != nil && *unwatched == "" {
+		*unwatched = r.resourceWatches.ensure(ctx, gvk, watchSources)
 	}
 	// The objects to keep: the rendered one (nil: rendered per namespace), or the sources.
 	sources := []*unstructured.Unstructured{nil}

@@ -4,6 +4,8 @@ package tenant
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,8 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 	"orderly.dev/orderly/internal/labels"
@@ -404,4 +409,47 @@ func TestTenantResourcesCopyBySelector(t *testing.T) {
 	updateTenant(t, tn.Name, func(cur *tenancyv1alpha1.Tenant) { cur.Spec.Resources = nil })
 	g.Eventually(func(g Gomega) { absent(g, "bun-one", "alerts-c") }, timeout, poll).Should(Succeed())
 	g.Expect(configMap(g, "bun-two", "alerts-c").Data).To(Equal(map[string]string{"mine": "yes"}))
+}
+
+// An entry of a kind that is not served waits for it: once its CRD is installed the
+// CRD watch brings the Tenant back and the objects are applied, within a timeout far
+// below conflictRecheck (which was the only way back before).
+func TestTenantResourcesKindInstalledLater(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(timeout).To(BeNumerically("<", conflictRecheck))
+	b := newTenant("res-later", "res-later")
+	b.t.Spec.Resources = []tenancyv1alpha1.TenantResource{extra("gizmo", `{"apiVersion":"later.tenant.test/v1","kind":"Gizmo","metadata":{"name":"g"},"spec":{"size":3}}`)}
+	tn := b.create(t)
+	g.Eventually(func(g Gomega) {
+		c := resourcesCondition(g, tn.Name)
+		g.Expect(c.Reason).To(Equal(ReasonKindNotFound))
+	}, timeout, poll).Should(Succeed())
+
+	dir := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(dir, "gizmo.yaml"), []byte(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gizmos.later.tenant.test
+spec:
+  group: later.tenant.test
+  names: {kind: Gizmo, listKind: GizmoList, plural: gizmos, singular: gizmo}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`), 0o600)).To(Succeed())
+	_, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		c := resourcesCondition(g, tn.Name)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "later.tenant.test", Version: "v1", Kind: "Gizmo"})
+		g.Expect(k.Get(context.Background(), client.ObjectKey{Namespace: "res-later", Name: "g"}, u)).To(Succeed())
+	}, timeout, poll).Should(Succeed())
 }

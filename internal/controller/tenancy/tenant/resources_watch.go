@@ -3,31 +3,24 @@ package tenant
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
-	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
 
 // The kinds of spec.resources are whatever the platform allows, known only once a
-// Tenant names them, so they are watched from the first reconcile that applies one,
-// by metadata only, in two caches of their own:
+// Tenant names them, so they are watched through kit.KindWatches from the first
+// reconcile that applies one, by metadata only, in two views:
 //
 //   - copies: objects labelled with a spec.resources entry and Orderly's managed-by
 //     label. A hand edit (a change of what anyone set, seen in the managed fields) or
@@ -37,11 +30,16 @@ import (
 //     Tenant that copies it, by name or by a selector in its namespace.
 //
 // A watch needs list and watch on the kind across namespaces, which the platform's
-// allow-list may not grant: the manager asks first (SelfSubjectAccessReview) and,
-// refused, relies on the resync (ResourcesResync) and asks again later.
+// allow-list may not grant: the kit asks first (SelfSubjectAccessReview) and,
+// refused, asks again after kit.DefaultRetryRefused; the entry's status says so and
+// the Tenant falls back to the resync (ResourcesResync). A kind that is not served is
+// waited for through the kit's CRD watch.
 
-// watchAskAgain is how long a refused list/watch is trusted before asking again.
-const watchAskAgain = 5 * time.Minute
+// Views of the resources' watches.
+const (
+	copiesView  = "copies"
+	sourcesView = "sources"
+)
 
 type watchRole int
 
@@ -50,38 +48,17 @@ const (
 	watchSources
 )
 
-type watchKey struct {
-	gvk  schema.GroupVersionKind
-	role watchRole
-}
-
-// resourceWatches starts and remembers the watches on spec.resources kinds.
+// resourceWatches watches the kinds of spec.resources.
 type resourceWatches struct {
-	copies, sources cache.Cache
-	ctrl            controller.Controller
-	client          client.Client
-	owner           handler.EventHandler
+	kinds *kit.KindWatches
+	owner handler.EventHandler
 	// copying maps a shareable object of a kind to the Tenants that copy it.
 	copying func(schema.GroupKind) handler.EventHandler
-
-	mu      sync.Mutex
-	started map[watchKey]bool
-	refused map[watchKey]time.Time
 }
 
-// newResourceWatches builds the two caches (they run with the manager) for the
-// controller c.
-func (r *Reconciler) newResourceWatches(mgr ctrl.Manager, c controller.Controller) (*resourceWatches, error) {
-	newCache := func(sel k8slabels.Selector, transform toolscache.TransformFunc) (cache.Cache, error) {
-		cc, err := cache.New(mgr.GetConfig(), cache.Options{
-			HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-			DefaultLabelSelector: sel, DefaultTransform: transform,
-		})
-		if err != nil {
-			return nil, err
-		}
-		return cc, mgr.Add(cc)
-	}
+// newResourceWatches builds the two views (they run with the manager); bind them to
+// the controller with kinds.Bind.
+func (r *Reconciler) newResourceWatches(mgr ctrl.Manager) (*resourceWatches, error) {
 	entry, err := k8slabels.NewRequirement(tenancyv1alpha1.ResourceLabel, selection.Exists, nil)
 	if err != nil {
 		return nil, err
@@ -90,75 +67,47 @@ func (r *Reconciler) newResourceWatches(mgr ctrl.Manager, c controller.Controlle
 	if err != nil {
 		return nil, err
 	}
-	copies, err := newCache(k8slabels.NewSelector().Add(*entry, *managed), childMetadata)
+	// Refusals are timed on the kit's clock: the Tenant controller is given none yet.
+	kinds, err := kit.NewKindWatches(mgr, kit.KindWatchOptions{Views: []kit.View{
+		{Name: copiesView, Selector: k8slabels.NewSelector().Add(*entry, *managed), Transform: childMetadata},
+		{Name: sourcesView, Selector: k8slabels.SelectorFromSet(k8slabels.Set{tenancyv1alpha1.ShareableLabel: "true"})},
+	}})
 	if err != nil {
-		return nil, fmt.Errorf("building the cache of spec.resources copies: %w", err)
-	}
-	sources, err := newCache(k8slabels.SelectorFromSet(k8slabels.Set{tenancyv1alpha1.ShareableLabel: "true"}), cache.TransformStripManagedFields())
-	if err != nil {
-		return nil, fmt.Errorf("building the cache of shareable sources: %w", err)
+		return nil, fmt.Errorf("building the watches of spec.resources kinds: %w", err)
 	}
 	return &resourceWatches{
-		copies: copies, sources: sources, ctrl: c, client: mgr.GetClient(),
+		kinds: kinds,
 		owner: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &tenancyv1alpha1.Tenant{}, handler.OnlyControllerOwner()),
 		copying: func(gk schema.GroupKind) handler.EventHandler {
 			return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.tenantsCopying(ctx, gk, o)
 			})
 		},
-		started: map[watchKey]bool{}, refused: map[watchKey]time.Time{},
 	}, nil
 }
 
-// ensure starts the watch of role on gvk (resource names its resource) once the
-// manager may list and watch it; a refusal is only logged.
-func (w *resourceWatches) ensure(ctx context.Context, gvk schema.GroupVersionKind, resource schema.GroupVersionResource, role watchRole) {
+// ensure starts the watch of role on gvk once the manager may list and watch it; it
+// returns why the kind is not watched, "" when it is.
+func (w *resourceWatches) ensure(ctx context.Context, gvk schema.GroupVersionKind, role watchRole) string {
 	if w == nil {
-		return
+		return ""
 	}
-	key := watchKey{gvk: gvk, role: role}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.started[key] || time.Since(w.refused[key]) < watchAskAgain {
-		return
-	}
-	allowed, err := w.mayListAndWatch(ctx, resource)
-	if err != nil || !allowed {
-		w.refused[key] = time.Now()
-		log.FromContext(ctx).Info("Not watching a spec.resources kind: the manager may not list and watch it in every namespace; hand edits are repaired at the resync",
-			"kind", gvk.Kind, "resource", resource.GroupResource().String(), "error", fmt.Sprint(err))
-		return
-	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(gvk)
-	var src source.Source
+	var st kit.WatchState
 	if role == watchSources {
-		src = source.Kind(w.sources, client.Object(obj), w.copying(gvk.GroupKind()))
+		st = w.kinds.Watch(ctx, sourcesView, gvk, w.copying(gvk.GroupKind()))
 	} else {
-		src = source.Kind(w.copies, client.Object(obj), w.owner, ownedChanged)
+		st = w.kinds.Watch(ctx, copiesView, gvk, w.owner, ownedChanged)
 	}
-	if err := w.ctrl.Watch(src); err != nil {
-		log.FromContext(ctx).Error(err, "Watching a spec.resources kind", "kind", gvk.Kind)
-		return
-	}
-	w.started[key] = true
+	return st.Problem
 }
 
-// mayListAndWatch asks the API server whether the manager may list and watch
-// resource in every namespace.
-func (w *resourceWatches) mayListAndWatch(ctx context.Context, resource schema.GroupVersionResource) (bool, error) {
-	for _, verb := range []string{"list", "watch"} {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: resource.Group, Resource: resource.Resource, Verb: verb},
-		}}
-		if err := w.client.Create(ctx, review); err != nil {
-			return false, err
-		}
-		if !review.Status.Allowed {
-			return false, nil
-		}
+// waitFor registers t as waiting for kind gk to be served; it says whether the CRD's
+// appearance is watched.
+func (w *resourceWatches) waitFor(ctx context.Context, gk schema.GroupKind, t *tenancyv1alpha1.Tenant) bool {
+	if w == nil {
+		return false
 	}
-	return true, nil
+	return w.kinds.WaitForKind(ctx, gk, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(t)})
 }
 
 // tenantsCopying maps a shareable object of kind gk to every Tenant with an entry
