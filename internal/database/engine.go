@@ -179,10 +179,27 @@ type Info struct {
 	SystemIdentifier string
 }
 
+// Owned names what Orderly owns on a server.
+type Owned struct {
+	// Databases are the databases marked as Orderly's. A retained database, handed to
+	// the admin, is not Orderly's any more; one whose creation was interrupted may not
+	// be marked yet, but its role is.
+	Databases []string
+	// Roles are the login roles (MySQL's users) marked as Orderly's: databases' main
+	// roles and their extra users.
+	Roles []string
+}
+
 // Engine creates and drops DevDatabases' databases and roles on one server.
 type Engine interface {
 	// Info connects and reports the server's version and Orderly's databases on it.
 	Info(ctx context.Context) (Info, error)
+	// Owned lists the databases and roles whose names start with prefix and that
+	// Orderly marked as its own, each list sorted: those to drop when nothing of
+	// theirs should be left (BackupVerification's throwaway databases of runs whose
+	// record was lost). A name in the list is no licence to drop: Drop checks the
+	// marker of what it drops again.
+	Owned(ctx context.Context, prefix string) (Owned, error)
 	// Ensure creates what is missing of db: role, database, privileges, extensions.
 	Ensure(ctx context.Context, db Database) (EnsureResult, error)
 	// Drop terminates connections to db, drops it, its role and its users' roles.

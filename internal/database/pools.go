@@ -30,6 +30,8 @@ type Timeouts struct {
 	// Grace is how much longer than the server's own timeout Orderly waits for an
 	// answer. Default 2 s.
 	Grace time.Duration
+	// Connect is how long connecting (TCP, TLS and the login) may take. Default 5 s.
+	Connect time.Duration
 	// Init is the time a DevDatabase's init SQL may run: its session's
 	// statement_timeout (max_statement_time on MariaDB), and how long its
 	// transaction may take in all; Orderly gives up (and on MySQL kills the
@@ -38,7 +40,7 @@ type Timeouts struct {
 }
 
 // DefaultTimeouts are the timeouts of a connector that sets none.
-var DefaultTimeouts = Timeouts{Statement: 30 * time.Second, Lock: 5 * time.Second, Clone: 10 * time.Minute, Grace: 2 * time.Second, Init: time.Minute}
+var DefaultTimeouts = Timeouts{Statement: 30 * time.Second, Lock: 5 * time.Second, Clone: 10 * time.Minute, Grace: 2 * time.Second, Connect: 5 * time.Second, Init: time.Minute}
 
 // WithDefaults is t with DefaultTimeouts in its zero (or negative) fields.
 func (t Timeouts) WithDefaults() Timeouts {
@@ -51,6 +53,7 @@ func (t Timeouts) WithDefaults() Timeouts {
 	orDefault(&t.Lock, DefaultTimeouts.Lock)
 	orDefault(&t.Clone, DefaultTimeouts.Clone)
 	orDefault(&t.Grace, DefaultTimeouts.Grace)
+	orDefault(&t.Connect, DefaultTimeouts.Connect)
 	orDefault(&t.Init, DefaultTimeouts.Init)
 	return t
 }

@@ -131,8 +131,8 @@ func TestTimeoutsAndLimitsWithDefaults(t *testing.T) {
 	}{
 		{Timeouts{}, DefaultTimeouts},
 		{Timeouts{Statement: -1, Grace: -1}, DefaultTimeouts},
-		{Timeouts{Statement: time.Second, Lock: 2, Clone: 3, Grace: 4, Init: 5}, Timeouts{Statement: time.Second, Lock: 2, Clone: 3, Grace: 4, Init: 5}},
-		{Timeouts{Init: time.Hour}, Timeouts{Statement: 30 * time.Second, Lock: 5 * time.Second, Clone: 10 * time.Minute, Grace: 2 * time.Second, Init: time.Hour}},
+		{Timeouts{Statement: time.Second, Lock: 2, Clone: 3, Grace: 4, Connect: 6, Init: 5}, Timeouts{Statement: time.Second, Lock: 2, Clone: 3, Grace: 4, Connect: 6, Init: 5}},
+		{Timeouts{Init: time.Hour}, Timeouts{Statement: 30 * time.Second, Lock: 5 * time.Second, Clone: 10 * time.Minute, Grace: 2 * time.Second, Connect: 5 * time.Second, Init: time.Hour}},
 	} {
 		if got := tc.in.WithDefaults(); got != tc.want {
 			t.Errorf("%+v.WithDefaults() = %+v, want %+v", tc.in, got, tc.want)

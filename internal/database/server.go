@@ -3,7 +3,6 @@ package database
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -55,7 +54,7 @@ func ServerFor(ctx context.Context, reader client.Reader, s *datav1alpha1.Databa
 			return Server{}, err
 		}
 		srv.CACert = ca.Data[CAKey]
-		if !x509.NewCertPool().AppendCertsFromPEM(srv.CACert) {
+		if roots, _ := RootCAs(srv.CACert); roots == nil {
 			return Server{}, fmt.Errorf("%w: Secret %s/%s needs the key %s with PEM certificates", ErrCredentials, ca.Namespace, ca.Name, CAKey)
 		}
 	}

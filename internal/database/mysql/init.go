@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -41,17 +40,10 @@ func (m *MySQL) Init(ctx context.Context, db database.Database, initSQL string, 
 	defer cancel()
 	s := m.server
 	s.Username, s.Password = db.Role, db.Password
-	cfg, err := Config(s, db.Name)
+	sdb, err := open(s, session{dbname: db.Name, timeouts: m.timeouts, statement: m.timeouts.Init, tenant: true})
 	if err != nil {
 		return err
 	}
-	cfg.MultiStatements = true
-	cfg.AllowAllFiles = false
-	inner, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		return errors.New("invalid connection settings for the database server")
-	}
-	sdb := sql.OpenDB(&tuned{Connector: inner, timeouts: m.timeouts, statement: m.timeouts.Init, tenant: true})
 	defer func() { _ = sdb.Close() }()
 	sdb.SetMaxOpenConns(1)
 	conn, err := sdb.Conn(ctx)

@@ -120,7 +120,7 @@ func (c *Connector) Connect(_ context.Context, kind string, s database.Server) (
 		return nil, fmt.Errorf("%w: the mysql connector was asked for engine %q", database.ErrEngineUnsupported, kind)
 	}
 	p, t, err := c.Get(s, func(t database.Timeouts, l database.Limits) (*pool, error) {
-		db, err := open(s, t, t.Statement)
+		db, err := open(s, session{timeouts: t, statement: t.Statement})
 		if err != nil {
 			return nil, err
 		}
@@ -135,30 +135,52 @@ func (c *Connector) Connect(_ context.Context, kind string, s database.Server) (
 	return &MySQL{pool: p, server: s, timeouts: t}, nil
 }
 
-// open makes a pool (it connects lazily) whose sessions are tuned by session.
-func open(s database.Server, t database.Timeouts, statement time.Duration) (*sql.DB, error) {
-	cfg, err := Config(s, "")
+// session says how the connections Orderly makes are set up, beyond what every
+// connection gets (config: TLS as the server's sslMode says, verified against its
+// CA; the connect timeout; no cleartext password; lock timeouts and, on MariaDB,
+// max_statement_time, set when each is opened). The pools, the clone's session and
+// the init SQL's are all made by open.
+type session struct {
+	// dbname is the database to connect to; none when empty.
+	dbname   string
+	timeouts database.Timeouts
+	// statement is max_statement_time on MariaDB.
+	statement time.Duration
+	// tenant: a session for the tenant's SQL (spec.init), which keeps the server's
+	// sql_mode and time zone, as the tenant's own sessions have them, and may send
+	// several statements in one query.
+	tenant bool
+}
+
+// open makes a pool (it connects lazily) of connections to s set up as sess says.
+func open(s database.Server, sess session) (*sql.DB, error) {
+	cfg, err := config(s, sess.dbname, sess.timeouts)
 	if err != nil {
 		return nil, err
+	}
+	if sess.tenant {
+		cfg.MultiStatements = true
 	}
 	inner, err := gomysql.NewConnector(cfg)
 	if err != nil {
 		// The error could quote the settings, and so the password.
 		return nil, errors.New("invalid connection settings for the database server")
 	}
-	return sql.OpenDB(&tuned{Connector: inner, timeouts: t, statement: statement}), nil
+	return sql.OpenDB(&tuned{Connector: inner, timeouts: sess.timeouts, statement: sess.statement, tenant: sess.tenant}), nil
 }
 
-// Config is the driver's configuration of an admin connection to s: TLS as
-// EffectiveSSLMode says, a 5 s dial timeout, no cleartext password to a server that
-// asks for one, and no driver logging.
-func Config(s database.Server, dbname string) (*gomysql.Config, error) {
+// config is the driver's configuration of a connection to s, logged in as
+// s.Username: TLS as EffectiveSSLMode says, t.Connect to connect, no cleartext
+// password to a server that asks for one, no local file for LOAD DATA LOCAL INFILE,
+// and no driver logging.
+func config(s database.Server, dbname string, t database.Timeouts) (*gomysql.Config, error) {
 	cfg := gomysql.NewConfig()
 	cfg.User, cfg.Passwd = s.Username, s.Password
 	cfg.Net, cfg.Addr, cfg.DBName = "tcp", net.JoinHostPort(s.Host, strconv.Itoa(int(s.Port))), dbname
-	cfg.Timeout = 5 * time.Second
+	cfg.Timeout = t.WithDefaults().Connect
 	cfg.Logger = &gomysql.NopLogger{}
 	cfg.AllowCleartextPasswords = false
+	cfg.AllowAllFiles = false
 	cfg.ConnectionAttributes = "program_name:orderly"
 	tc, fallback, err := tlsConfig(s)
 	if err != nil {
@@ -173,12 +195,9 @@ func Config(s database.Server, dbname string) (*gomysql.Config, error) {
 // verify-ca the certificate's chain; verify-full also the host name. The CA, when
 // given, is the only root trusted.
 func tlsConfig(s database.Server) (*tls.Config, bool, error) {
-	var roots *x509.CertPool
-	if len(s.CACert) > 0 {
-		roots = x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(s.CACert) {
-			return nil, false, fmt.Errorf("%w: the CA Secret holds no PEM certificate", database.ErrCredentials)
-		}
+	roots, err := database.RootCAs(s.CACert)
+	if err != nil {
+		return nil, false, err
 	}
 	switch s.EffectiveSSLMode() {
 	case "disable":
@@ -463,6 +482,24 @@ func (m *MySQL) Info(ctx context.Context) (database.Info, error) {
 	return info, err
 }
 
+// Owned lists the databases and users named prefix... that Orderly's records give
+// to a DevDatabase (a database being created included, a retained one not).
+func (m *MySQL) Owned(ctx context.Context, prefix string) (database.Owned, error) {
+	var owned database.Owned
+	if err := m.prepare(ctx); err != nil {
+		return owned, err
+	}
+	qctx, cancel := m.timeouts.Deadline(ctx, 2)
+	defer cancel()
+	q := "SELECT name FROM " + Ident(Schema) + ".owners WHERE kind = ? AND LEFT(name, CHAR_LENGTH(?)) = ? AND state <> ? ORDER BY name"
+	var err error
+	if owned.Databases, err = m.names(qctx, q, kindDatabase, prefix, prefix, stateRetained); err != nil {
+		return owned, err
+	}
+	owned.Roles, err = m.names(qctx, q, kindUser, prefix, prefix, stateRetained)
+	return owned, err
+}
+
 func (m *MySQL) names(ctx context.Context, q string, args ...any) ([]string, error) {
 	rows, err := m.pool.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -728,7 +765,7 @@ func (m *MySQL) createDatabase(ctx context.Context, db database.Database) error 
 func (m *MySQL) clone(ctx context.Context, template, target string) error {
 	ctx, cancel := context.WithTimeout(ctx, m.timeouts.Clone+m.timeouts.Grace)
 	defer cancel()
-	sdb, err := open(m.server, m.timeouts, m.timeouts.Clone)
+	sdb, err := open(m.server, session{timeouts: m.timeouts, statement: m.timeouts.Clone})
 	if err != nil {
 		return err
 	}

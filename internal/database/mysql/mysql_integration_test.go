@@ -502,3 +502,43 @@ func TestLoginErrorsDoNotNameTheAdmin(t *testing.T) {
 		t.Fatalf("error: %s", msg)
 	}
 }
+
+// Owned lists what Orderly's records give to DevDatabases under a prefix: not a
+// database of that name without a record, nor a retained one.
+func TestOwnedListsOnlyWhatOrderlyRecorded(t *testing.T) {
+	ctx := context.Background()
+	e, admin := connect(t)
+	const prefixUID = "0e0e0e0e-0000-4000-8000-00000000"
+	mine, retained := newDB(prefixUID+"0001"), newDB(prefixUID+"0002")
+	for _, db := range []database.Database{mine, retained} {
+		if _, err := e.Ensure(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Drop(ctx, retained, true); err != nil {
+		t.Fatal(err)
+	}
+	theirs, _ := database.NamesFor(Kind, prefixUID+"0003")
+	mustExec(t, admin, "CREATE DATABASE "+Ident(theirs))
+	t.Cleanup(func() {
+		_, _ = admin.Exec("DROP DATABASE IF EXISTS " + Ident(theirs))
+		_, _ = admin.Exec("DROP DATABASE IF EXISTS " + Ident(retained.Name))
+		_, _ = e.Drop(context.Background(), mine, false)
+	})
+	prefix, _ := database.NamesFor(Kind, prefixUID)
+	owned, err := e.Owned(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(owned.Databases, ",") != mine.Name || len(owned.Roles) != 0 {
+		t.Errorf("Owned(%s) = %+v, want the database %s alone", prefix, owned, mine.Name)
+	}
+	// Users are named from a hash of the UID: listed under their own prefix.
+	owned, err = e.Owned(ctx, mine.Role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(owned.Roles, ",") != mine.Role || len(owned.Databases) != 0 {
+		t.Errorf("Owned(%s) = %+v, want the user %s alone", mine.Role, owned, mine.Role)
+	}
+}

@@ -26,11 +26,9 @@ import (
 	"crypto/pbkdf2"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -80,87 +78,6 @@ const (
 	codeQueryCanceled       = "57014"
 	codeIdleInTransactionTO = "25P03"
 )
-
-// Kind is the DatabaseServer spec.engine this package serves (also when unset).
-const Kind = "postgres"
-
-// Connector keeps one small pool per DatabaseServer (database.Pools: replaced when
-// the server's settings change, closed by Forget and Close). Its Timeouts and Limits
-// are database.Pools'.
-type Connector struct {
-	database.Pools[*pgxpool.Pool]
-}
-
-// NewConnector returns a Connector with no pools yet.
-func NewConnector() *Connector { return &Connector{} }
-
-// ConnString builds a libpq keyword/value connection string; values are quoted. The
-// sslmode is the server's effective one (verify-full with a CA).
-func ConnString(s database.Server, dbname string) string {
-	q := func(v string) string {
-		return "'" + strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), `'`, `\'`) + "'"
-	}
-	return fmt.Sprintf("host=%s port=%d dbname=%s user=%s password=%s sslmode=%s connect_timeout=5 application_name=orderly",
-		q(s.Host), s.Port, q(dbname), q(s.Username), q(s.Password), q(s.EffectiveSSLMode()))
-}
-
-// tune gives an admin connection its safe session: the pinned search_path and the
-// server-side timeouts, sent at connection start (where no database or role setting
-// overrides them), and the CA to verify the server with.
-func tune(cc *pgconn.Config, s database.Server, t database.Timeouts, statement time.Duration) error {
-	if cc.RuntimeParams == nil {
-		cc.RuntimeParams = map[string]string{}
-	}
-	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-	cc.RuntimeParams["search_path"] = adminSearchPath
-	cc.RuntimeParams["statement_timeout"] = ms(statement)
-	cc.RuntimeParams["lock_timeout"] = ms(t.Lock)
-	cc.RuntimeParams["idle_in_transaction_session_timeout"] = ms(t.Statement)
-	if len(s.CACert) == 0 {
-		return nil
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(s.CACert) {
-		return fmt.Errorf("%w: the CA Secret holds no PEM certificate", database.ErrCredentials)
-	}
-	if cc.TLSConfig != nil {
-		cc.TLSConfig.RootCAs = roots
-	}
-	for _, f := range cc.Fallbacks {
-		if f.TLSConfig != nil {
-			f.TLSConfig.RootCAs = roots
-		}
-	}
-	return nil
-}
-
-// Connect returns the engine for s, reusing its pool while s is unchanged.
-func (c *Connector) Connect(ctx context.Context, kind string, s database.Server) (database.Engine, error) {
-	if kind != "" && kind != Kind {
-		return nil, fmt.Errorf("%w: the postgres connector was asked for engine %q", database.ErrEngineUnsupported, kind)
-	}
-	pool, t, err := c.Get(s, func(t database.Timeouts, l database.Limits) (*pgxpool.Pool, error) {
-		cfg, err := pgxpool.ParseConfig(ConnString(s, "postgres"))
-		if err != nil {
-			// The error could quote the connection string, and so the password.
-			return nil, errors.New("invalid connection settings for the database server")
-		}
-		if err := tune(&cfg.ConnConfig.Config, s, t, t.Statement); err != nil {
-			return nil, err
-		}
-		cfg.MaxConns = int32(min(l.MaxConns, math.MaxInt32))
-		cfg.MaxConnIdleTime = l.MaxIdle
-		p, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s", database.ErrUnreachable, safeError(err))
-		}
-		return p, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &Postgres{pool: pool, server: s, timeouts: t}, nil
-}
 
 // Postgres is the engine for one PostgreSQL server.
 type Postgres struct {
@@ -279,6 +196,33 @@ func (p *Postgres) Info(ctx context.Context) (database.Info, error) {
 	info.OwnedDatabases = int(n)
 	info.SystemIdentifier, err = p.identity(ctx)
 	return info, err
+}
+
+// Owned lists the databases and roles named prefix... that carry Orderly's marker
+// (a role whose database is being created carries it too).
+func (p *Postgres) Owned(ctx context.Context, prefix string) (database.Owned, error) {
+	var owned database.Owned
+	qctx, cancel := p.timeouts.Deadline(ctx, 1)
+	defer cancel()
+	rows, err := p.pool.Query(qctx, `SELECT true, datname FROM pg_database d
+		WHERE starts_with(datname, $1) AND starts_with(coalesce(shobj_description(d.oid, 'pg_database'), ''), $2)
+		UNION ALL SELECT false, rolname FROM pg_roles r
+		WHERE starts_with(rolname, $1) AND starts_with(coalesce(shobj_description(r.oid, 'pg_authid'), ''), $2)
+		ORDER BY 2`, prefix, markerPrefix)
+	if err != nil {
+		return owned, p.classify(err, "listing Orderly's databases")
+	}
+	var isDatabase bool
+	var name string
+	_, err = pgx.ForEachRow(rows, []any{&isDatabase, &name}, func() error {
+		if isDatabase {
+			owned.Databases = append(owned.Databases, name)
+		} else {
+			owned.Roles = append(owned.Roles, name)
+		}
+		return nil
+	})
+	return owned, p.classify(err, "listing Orderly's databases")
 }
 
 type roleState struct {
@@ -546,19 +490,16 @@ func (p *Postgres) clone(ctx context.Context, stmt string) error {
 	return err
 }
 
-// connectTo opens an admin session to database, tuned like the pool's, with the
+// connectTo opens an admin session to dbname, set up like the pool's, with the
 // given statement_timeout.
-func (p *Postgres) connectTo(ctx context.Context, database string, statement time.Duration) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(ConnString(p.server, database))
+func (p *Postgres) connectTo(ctx context.Context, dbname string, statement time.Duration) (*pgx.Conn, error) {
+	cfg, err := Config(p.server, Session{Database: dbname, Timeouts: p.timeouts, Statement: statement})
 	if err != nil {
-		return nil, errors.New("invalid connection settings for the database server")
-	}
-	if err := tune(&cfg.Config, p.server, p.timeouts, statement); err != nil {
 		return nil, err
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, p.classify(err, "connecting to database "+database)
+		return nil, p.classify(err, "connecting to database "+dbname)
 	}
 	return conn, nil
 }
@@ -566,11 +507,11 @@ func (p *Postgres) connectTo(ctx context.Context, database string, statement tim
 // inside runs statements inside database as the admin, in one implicit
 // transaction, with queries first to decide them. fn receives the session and
 // returns the statements to run.
-func (p *Postgres) inside(ctx context.Context, database, what string, fn func(ctx context.Context, conn *pgx.Conn) ([]string, error)) error {
+func (p *Postgres) inside(ctx context.Context, dbname, what string, fn func(ctx context.Context, conn *pgx.Conn) ([]string, error)) error {
 	// Connecting and the queries that decide the statements: a few statements' time.
 	qctx, cancel := p.timeouts.Deadline(ctx, 4)
 	defer cancel()
-	conn, err := p.connectTo(qctx, database, p.timeouts.Statement)
+	conn, err := p.connectTo(qctx, dbname, p.timeouts.Statement)
 	if err != nil {
 		return err
 	}

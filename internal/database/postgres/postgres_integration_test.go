@@ -377,3 +377,56 @@ func TestCloseClosesEveryPoolAndMakesNoMore(t *testing.T) {
 	}
 	c.Close()
 }
+
+// Owned lists what carries Orderly's marker under a prefix: a prepared database and
+// its role, a role whose database is being created, extra users; never a database or
+// role of that name that Orderly did not mark, nor a retained database.
+func TestOwnedListsOnlyWhatOrderlyMarked(t *testing.T) {
+	ctx := context.Background()
+	e, admin := connect(t)
+	const prefixUID = "0e0e0e0e-0000-4000-8000-00000000"
+	mine := newDB(prefixUID + "0001")
+	mine.Users = []database.User{{Name: "reader", Role: database.UserRole(mine.OwnerUID, "reader"), Password: database.Password(), SetPassword: true, Access: database.ReadOnly}}
+	retained := newDB(prefixUID + "0002")
+	creating := newDB(prefixUID + "0003")
+	for _, db := range []database.Database{mine, retained} {
+		if _, err := e.Ensure(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Drop(ctx, retained, true); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupted between the role and its database: the role says so.
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+ident(creating.Role)+"; COMMENT ON ROLE "+ident(creating.Role)+" IS "+literal(creatingMarker(creating.OwnerUID))); err != nil {
+		t.Fatal(err)
+	}
+	// Someone else's, under the same prefix.
+	theirs, _ := database.Names(prefixUID + "0004")
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+ident(theirs)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+ident(theirs)+"; COMMENT ON ROLE "+ident(theirs)+" IS 'not orderly'"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+ident(theirs))
+		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+ident(retained.Name))
+		_, _ = admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+ident(theirs))
+		_, _ = admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+ident(creating.Role))
+		_, _ = e.Drop(context.Background(), mine, false)
+	})
+	prefix, _ := database.Names(prefixUID)
+	owned, err := e.Owned(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDatabases := []string{mine.Name}
+	wantRoles := []string{mine.Role, mine.Users[0].Role, creating.Role}
+	if strings.Join(owned.Databases, ",") != strings.Join(wantDatabases, ",") || strings.Join(owned.Roles, ",") != strings.Join(wantRoles, ",") {
+		t.Errorf("Owned(%s) = %+v, want databases %v and roles %v", prefix, owned, wantDatabases, wantRoles)
+	}
+	if owned, err := e.Owned(ctx, "orderly_zzz"); err != nil || len(owned.Databases)+len(owned.Roles) > 0 {
+		t.Errorf("another prefix: %+v, %v", owned, err)
+	}
+}

@@ -294,15 +294,9 @@ func revokeStatements(role string, schemas []string) []string {
 func (p *Postgres) connectAsOwner(ctx context.Context, db database.Database, statement time.Duration, keepSearchPath bool) (*pgx.Conn, error) {
 	s := p.server
 	s.Username, s.Password = db.Role, db.Password
-	cfg, err := pgx.ParseConfig(ConnString(s, db.Name))
+	cfg, err := Config(s, Session{Database: db.Name, Timeouts: p.timeouts, Statement: statement, KeepSearchPath: keepSearchPath})
 	if err != nil {
-		return nil, errors.New("invalid connection settings for the database server")
-	}
-	if err := tune(&cfg.Config, s, p.timeouts, statement); err != nil {
 		return nil, err
-	}
-	if keepSearchPath {
-		delete(cfg.RuntimeParams, "search_path")
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

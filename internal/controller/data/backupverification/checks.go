@@ -2,7 +2,6 @@ package backupverification
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"math/big"
 	"strings"
@@ -11,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	"orderly.dev/orderly/internal/database"
+	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/kit"
 )
 
@@ -24,6 +25,10 @@ const (
 	checksTimeout = 5 * time.Minute
 )
 
+// connectTimeout bounds connecting to the restored database, as pg_restore's does
+// (PGCONNECT_TIMEOUT).
+const connectTimeout = 10 * time.Second
+
 // runChecks runs spec.checks in the restored database as the throwaway role, in
 // read-only transactions with a statement timeout.
 func runChecks(ctx context.Context, t target, checks datav1alpha1.BackupChecks) ([]datav1alpha1.BackupCheckResult, error) {
@@ -32,24 +37,13 @@ func runChecks(ctx context.Context, t target, checks datav1alpha1.BackupChecks) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, checksTimeout)
 	defer cancel()
-	cfg, err := pgx.ParseConfig("sslmode=" + t.server.EffectiveSSLMode())
-	if err != nil {
-		return nil, err
-	}
-	cfg.Host, cfg.Port, cfg.Database, cfg.User, cfg.Password = t.server.Host, uint16(t.server.Port), t.database, t.role, t.password
-	cfg.ConnectTimeout = 10 * time.Second
-	cfg.RuntimeParams = map[string]string{
-		"statement_timeout":             fmt.Sprint(checkTimeout.Milliseconds()),
-		"default_transaction_read_only": "on",
-		"application_name":              "orderly-backupverification",
-	}
-	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
-	if cfg.TLSConfig != nil && len(t.server.CACert) > 0 {
-		roots := x509.NewCertPool()
-		roots.AppendCertsFromPEM(t.server.CACert)
-		cfg.TLSConfig.RootCAs = roots
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	// As the throwaway role, in its database as the tenant's own sessions see it,
+	// every transaction read-only; a query's value is read as the server prints it.
+	role := t.server
+	role.Username, role.Password = t.role, t.password
+	conn, err := postgres.Open(ctx, role, postgres.Session{Database: t.database,
+		Timeouts:       database.Timeouts{Statement: checkTimeout, Connect: connectTimeout},
+		KeepSearchPath: true, ReadOnly: true, SimpleProtocol: true, Application: "orderly-backupverification"})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the restored database to check it: %s", scrubTool(err.Error(), t))
 	}

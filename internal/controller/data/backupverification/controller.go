@@ -323,9 +323,9 @@ func (r *Reconciler) dropLeftovers(ctx context.Context, bv *datav1alpha1.BackupV
 	if err != nil {
 		return err
 	}
-	runs, err := leftoverRuns(ctx, srv, bv)
+	runs, err := leftoverRuns(ctx, e, bv)
 	if err != nil {
-		return err
+		return scrub(err, srv)
 	}
 	for _, n := range runs {
 		db := throwaway(bv, n)

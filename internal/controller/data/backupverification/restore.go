@@ -193,7 +193,7 @@ func toolEnv(t target, tmp string) ([]string, error) {
 		"PGUSER=" + t.role,
 		"PGPASSWORD=" + t.password,
 		"PGSSLMODE=" + t.server.EffectiveSSLMode(),
-		"PGCONNECT_TIMEOUT=10",
+		"PGCONNECT_TIMEOUT=" + strconv.Itoa(int(connectTimeout.Seconds())),
 		"PGAPPNAME=orderly-backupverification",
 		"PGPASSFILE=" + filepath.Join(tmp, "none"),
 		"PGSERVICEFILE=" + filepath.Join(tmp, "none"),
