@@ -4,7 +4,6 @@
 package sleepschedule
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +61,7 @@ type Reconciler struct {
 	Writers int
 
 	// KindsRecheck is how often a schedule that names targets.kinds is reconciled
-	// again (their objects are not watched); DefaultKindsRecheck when zero.
+	// again while one of them is not watched; DefaultKindsRecheck when zero.
 	KindsRecheck time.Duration
 
 	poolOnce sync.Once
@@ -72,6 +71,9 @@ type Reconciler struct {
 	written kit.WrittenVersions
 	// kinds tells how the kinds of targets.kinds are served.
 	kinds *kit.KindDetector
+	// watches watches the objects of the kinds of targets.kinds (kindwatch.go); nil
+	// in unit tests.
+	watches *kit.KindWatches
 }
 
 // +kubebuilder:rbac:groups=power.orderly.dev,resources=sleepschedules,verbs=get;list;watch;update;patch
@@ -81,6 +83,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Workers is how many SleepSchedules are reconciled at once unless
@@ -157,7 +160,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return err
 	}
 	workloads := delayed{r.forWorkload}
-	return ctrl.NewControllerManagedBy(mgr).
+	watches, err := kit.NewKindWatches(mgr, kit.KindWatchOptions{Clock: r.clock(), Kinds: r.kinds, Views: []kit.View{{Name: kindsView}}})
+	if err != nil {
+		return err
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(opts).
 		// An annotation change reconciles too: `kubectl annotate` forces a reconcile.
@@ -169,7 +176,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&appsv1.StatefulSet{}, workloads, builder.WithPredicates(workloadChanged())).
 		Watches(&batchv1.CronJob{}, workloads, builder.WithPredicates(workloadChanged())).
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, workloads, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.watches = watches
+	return watches.Bind(c)
 }
 
 // Reconcile puts the workloads of one SleepSchedule to sleep or wakes them, as the
@@ -252,9 +264,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	wait := maxRequeue
 	if obs.hasKinds {
-		// The objects of targets.kinds are not watched, and a missing kind may be
-		// installed: look again.
-		wait = cmp.Or(r.KindsRecheck, DefaultKindsRecheck)
+		// A kind of targets.kinds that no watch reports on: look again.
+		if recheck := r.kindsRecheck(ctx, &s, obs.kindProblems); recheck > 0 {
+			wait = recheck
+		}
 	}
 	if obs.hasNext {
 		// A little past the transition, so that a timer firing early does not find

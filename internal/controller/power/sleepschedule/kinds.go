@@ -19,16 +19,19 @@ import (
 	"orderly.dev/orderly/internal/kit"
 )
 
-// The kinds of targets.kinds are not part of Orderly's scheme, nor watched or cached:
-// they may not be installed, and the manager may not hold permissions on them. Each
-// reconcile of a schedule that names some asks the API server (through a detector
-// shared by every schedule) whether they are served and how they sleep, and lists
-// their objects in its namespaces straight from the API server. A schedule that names
-// kinds is therefore reconciled again every KindsRecheck, which is how soon a new
-// object of such a kind sleeps in a sleeping namespace, an installed CRD is picked
-// up, and an owner's change while asleep is seen.
+// The kinds of targets.kinds are not part of Orderly's scheme: they may not be
+// installed, and the manager may not hold permissions on them. Each reconcile of a
+// schedule that names some asks the API server (through a detector shared by every
+// schedule) whether they are served and how they sleep, and lists their objects in
+// its namespaces straight from the API server. Their objects are watched by metadata
+// from the first schedule that names the kind (kit.KindWatches), so that a new object
+// in a sleeping namespace, or an owner's change while asleep, brings the schedule back;
+// a kind that is not served is waited for through the CRD watch. Only a kind the
+// manager may not watch (or a problem no watch reports: a refused list, discovery
+// failing) makes the schedule look again every KindsRecheck.
 
-// DefaultKindsRecheck is how often a schedule naming targets.kinds looks at them again.
+// DefaultKindsRecheck is how often a schedule looks at the kinds of targets.kinds again
+// while one of them is not watched.
 const DefaultKindsRecheck = 30 * time.Second
 
 // kindMode is how a kind of targets.kinds sleeps.
@@ -96,6 +99,10 @@ type kindProblem struct {
 	// blocking problems leave objects asleep that cannot be woken (the kind is
 	// served, but cannot be read or written): a schedule's deletion waits on them.
 	blocking bool
+	// gk is the kind, and waited true when it is not served and the CRD watch brings
+	// the schedule back once it is.
+	gk     schema.GroupKind
+	waited bool
 }
 
 func kindName(gk schema.GroupKind) string { return gk.String() }
@@ -118,7 +125,7 @@ func resolveKinds(specs []powerv1alpha1.SleepKind, info func(schema.GroupKind) (
 			problems = append(problems, kindProblem{kind: name, reason: ReasonKindUnreadable, message: err.Error(), blocking: true})
 			continue
 		case in.Version == "":
-			problems = append(problems, kindProblem{kind: name, reason: ReasonKindNotFound,
+			problems = append(problems, kindProblem{kind: name, reason: ReasonKindNotFound, gk: gk,
 				message: fmt.Sprintf("%s is not served by the API server (is its CRD installed?)", name)})
 			continue
 		case !in.Namespaced:
@@ -178,8 +185,15 @@ func (r *Reconciler) observeKinds(ctx context.Context, s *powerv1alpha1.SleepSch
 	}
 	obs.hasKinds = true
 	kinds, problems := resolveKinds(s.Spec.Targets.Kinds, r.kinds.Info)
+	for i := range problems {
+		if problems[i].reason == ReasonKindNotFound {
+			problems[i].waited = r.waitForKind(ctx, problems[i].gk, s)
+		}
+	}
 	obs.kindProblems = append(obs.kindProblems, problems...)
 	for _, ek := range kinds {
+		// Before the list: an object created between the two is seen by the watch.
+		r.watchKind(ctx, ek)
 		var objs []client.Object
 		list := func(where string, opts ...client.ListOption) bool {
 			got, err := r.listKind(ctx, ek, opts...)

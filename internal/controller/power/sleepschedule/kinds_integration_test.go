@@ -252,10 +252,12 @@ func TestKindChangedWhileAsleepIsLeftAlone(t *testing.T) {
 }
 
 // A kind whose CRD is missing is reported in KindsAvailable, does not keep the rest
-// from sleeping, and is picked up once its CRD is installed, without a restart.
+// from sleeping, and is picked up once its CRD is installed, without a restart; an
+// object of it created then sleeps. Both through watches (the CRDs', then the kind's
+// objects'): the schedule's recheck is an hour away.
 func TestMissingKindIsReportedAndPickedUpWhenInstalled(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(wedEvening)
-	env.StartManagerForTest(t, kit.Deps{Clock: clk, Namespace: managerNamespace}, []kit.Controller{withKindsRecheck(time.Second)})
+	env.StartManagerForTest(t, kit.Deps{Clock: clk, Namespace: managerNamespace}, []kit.Controller{withKindsRecheck(time.Hour)})
 	ns := "kinds-later"
 	namespace(t, ns, nil)
 	deployment(t, ns, "web", 2, nil)
@@ -274,10 +276,10 @@ func TestMissingKindIsReportedAndPickedUpWhenInstalled(t *testing.T) {
 	eventually(t, func(g Gomega) { g.Expect(eventsFor(g, s.Name, ReasonKindNotFound)).To(HaveLen(1)) })
 
 	installCRD(t, crd(gadget.Group, gadget.Kind, "gadgets", "v1", true))
+	eventually(t, func(g Gomega) {
+		g.Expect(condition(getSchedule(g, s.Name), powerv1alpha1.ConditionKindsAvailable).Status).To(Equal(metav1.ConditionTrue))
+	})
 	custom(t, gadget, ns, `{metadata: {name: gz}, spec: {replicas: 4}}`)
-	// The detector trusts its answer that the kind is missing for a while, on the
-	// controller's clock.
-	clk.SetTime(clk.Now().Add(kit.KindMissingTTL))
 	eventually(t, func(g Gomega) {
 		got := getSchedule(g, s.Name)
 		g.Expect(condition(got, powerv1alpha1.ConditionKindsAvailable).Status).To(Equal(metav1.ConditionTrue))
