@@ -1,7 +1,9 @@
 // Package kit is what every Orderly controller shares, so that each is written the
 // same way and holds only its own logic: status and finalizer writes guarded by an
 // optimistic lock, conditions, Events, server-side apply, per-object metrics, the
-// shared cache's narrowing, and the dependencies the manager hands to controllers.
+// shared cache's narrowing, the dependencies the manager hands to controllers, the
+// rule of whether a workload has rolled out (RolledOut), and the detection and watches
+// of kinds found at run time (KindDetector, KindWatches).
 //
 // A reconcile on the kit reads:
 //
