@@ -46,7 +46,7 @@ func TestAttackBackupVerification(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	pg, pgAdmin := startPostgres(t)
-	drainOnCleanup(t, &datav1alpha1.BackupVerificationList{}, &datav1alpha1.DatabaseServerList{})
+	drainOnCleanup(t, &datav1alpha1.DatabaseServerList{})
 	shared := databaseServer(t, pg, "attack-bv-shared", teamA, teamB)
 	bOnly := databaseServer(t, pg, "attack-bv-b-only", teamB)
 	store, err := tests3.Start(ctx)
@@ -75,6 +75,7 @@ func TestAttackBackupVerification(t *testing.T) {
 		"her own secret key (SigV4 signs it)": mallorys[datav1alpha1.S3SecretAccessKeyKey],
 	}
 
+	drainOnCleanup(t, &datav1alpha1.BackupVerificationList{})
 	bv := func(ns, name, server, endpoint, creds string, mutate ...func(*datav1alpha1.S3BackupSource)) *datav1alpha1.BackupVerification {
 		b := &datav1alpha1.BackupVerification{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: datav1alpha1.BackupVerificationSpec{
 			Source: datav1alpha1.BackupSource{S3: &datav1alpha1.S3BackupSource{Endpoint: endpoint, Insecure: true, Bucket: "backups", Prefix: "shop/",

@@ -26,9 +26,10 @@ import (
 func TestAttackDevDatabase(t *testing.T) {
 	ctx := context.Background()
 	pg, pgAdmin := startPostgres(t)
-	drainOnCleanup(t, &datav1alpha1.DevDatabaseList{}, &datav1alpha1.DatabaseServerList{})
+	drainOnCleanup(t, &datav1alpha1.DatabaseServerList{})
 	shared := databaseServer(t, pg, "attack-shared", teamA, teamB)
 	bOnly := databaseServer(t, pg, "attack-b-only", teamB)
+	drainOnCleanup(t, &datav1alpha1.DevDatabaseList{})
 
 	devdb := func(c client.Client, ns, name, server string, mutate ...func(*datav1alpha1.DevDatabaseSpec)) *datav1alpha1.DevDatabase {
 		d := &datav1alpha1.DevDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: datav1alpha1.DevDatabaseSpec{ServerRef: server}}

@@ -79,9 +79,11 @@ func cleanup(t *testing.T, obj client.Object) {
 
 // drainOnCleanup registers a cleanup that deletes every object of the lists' kinds in
 // team-a and team-b (every one, for a cluster-scoped kind) and waits until they are
-// gone. Register it right after starting an external service their finalizers need
-// (a database server, a DNS server): cleanups run last-registered first, so they go
-// before the service does, and none is left stuck on a cluster kept for another run.
+// gone. Register it after setting up what their finalizers need (an external service,
+// the platform's Secrets and objects pointing at it) and before creating them:
+// cleanups run last-registered first, so the objects are deleted first, this waits for
+// their finalizers, and only then does what those need go. None is left stuck on a
+// cluster kept for another run.
 func drainOnCleanup(t *testing.T, lists ...client.ObjectList) {
 	t.Helper()
 	t.Cleanup(func() {

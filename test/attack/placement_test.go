@@ -98,9 +98,9 @@ func TestAttackPlacement(t *testing.T) {
 		namespace(t, ns, nil)
 	}
 	one, two := startMember(t, "one"), startMember(t, "two")
-	drainOnCleanup(t, &fleetv1alpha1.PlacementPolicyList{})
 	register(t, one, "fleet", "east", "attack-member-one", map[string]string{"attack-region": "east"}, teamA, teamB)
 	register(t, two, "fleet-b", "east", "attack-member-two", map[string]string{"attack-region": "east-b"}, teamB)
+	drainOnCleanup(t, &fleetv1alpha1.PlacementPolicyList{})
 
 	placed := map[string]string{"attack-placed": "yes"}
 	policy := func(ns, region string) *fleetv1alpha1.PlacementPolicy {

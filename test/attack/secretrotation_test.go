@@ -140,9 +140,10 @@ func TestAttackSecretRotation(t *testing.T) {
 
 	t.Run("postgresRole", func(t *testing.T) {
 		pg, pgAdmin := startPostgres(t)
-		drainOnCleanup(t, &secretsv1alpha1.SecretRotationList{}, &datav1alpha1.DatabaseServerList{})
+		drainOnCleanup(t, &datav1alpha1.DatabaseServerList{})
 		shared := databaseServer(t, pg, "attack-rotation-shared", teamA, teamB)
 		bOnly := databaseServer(t, pg, "attack-rotation-b-only", teamB)
+		drainOnCleanup(t, &secretsv1alpha1.SecretRotationList{})
 		_, err := pgAdmin.Exec(ctx, `CREATE ROLE reports_b NOLOGIN; COMMENT ON ROLE reports_b IS 'orderly.dev/grantable-to=`+teamB+`';
 CREATE ROLE reports_a NOLOGIN; COMMENT ON ROLE reports_a IS 'orderly.dev/grantable-to=`+teamA+`';
 CREATE ROLE legacy_a LOGIN PASSWORD 'dba-made';`)

@@ -37,7 +37,6 @@ func TestAttackServiceDomain(t *testing.T) {
 		t.Fatalf("starting named: %v", err)
 	}
 	t.Cleanup(dns.Close)
-	drainOnCleanup(t, &networkv1alpha1.ServiceDomainList{})
 	tsig := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: "attack-tsig"},
 		StringData: map[string]string{"name": testdns.KeyName, "algorithm": testdns.KeyAlgorithm, "secret": dns.KeySecret}}
 	create(t, admin, tsig)
@@ -58,6 +57,7 @@ func TestAttackServiceDomain(t *testing.T) {
 	for ns, svc := range map[string]string{teamA: "web", teamB: "shop"} {
 		create(t, admin, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svc}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}})
 	}
+	drainOnCleanup(t, &networkv1alpha1.ServiceDomainList{})
 	sd := func(c client.Client, ns, name, host, svc string) *networkv1alpha1.ServiceDomain {
 		s := &networkv1alpha1.ServiceDomain{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: networkv1alpha1.ServiceDomainSpec{
 			Hostname: host, Service: networkv1alpha1.ServiceRef{Name: svc, Port: 8080}, Route: networkv1alpha1.RouteIngress, TLS: networkv1alpha1.TLSNone}}
