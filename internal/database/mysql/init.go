@@ -107,7 +107,7 @@ func (m *MySQL) initError(ctx context.Context, err error) error {
 		case errStatementTimeout, errExecutionTimeout, errQueryInterrupted:
 			return fmt.Errorf("%w: it ran longer than %s and was cancelled (error %d); %s", database.ErrInit, m.timeouts.Init, myErr.Number, DDLNote)
 		}
-		return fmt.Errorf("%w: %s; %s", database.ErrInit, safeError(err, m.server.Username), DDLNote)
+		return fmt.Errorf("%w: %s; %s", database.ErrInit, database.ScrubberFor(m.server).Describe(err, describe), DDLNote)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%w: it ran longer than %s and was cancelled; %s", database.ErrInit, m.timeouts.Init, DDLNote)
@@ -118,7 +118,7 @@ func (m *MySQL) initError(ctx context.Context, err error) error {
 	}
 	// Anything else the driver refused before the server saw it (LOAD DATA LOCAL
 	// INFILE of a file it may not read): the SQL's failure.
-	return fmt.Errorf("%w: %s; %s", database.ErrInit, safeError(err, m.server.Username), DDLNote)
+	return fmt.Errorf("%w: %s; %s", database.ErrInit, database.ScrubberFor(m.server).Describe(err, describe), DDLNote)
 }
 
 // InitOutcome says whether the init session txn (its CONNECTION_ID()) still runs.

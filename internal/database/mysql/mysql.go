@@ -314,7 +314,7 @@ func (m *MySQL) queryRow(ctx context.Context, what, q string, args []any, dest .
 }
 
 func (m *MySQL) classify(err error, what string) error {
-	return classify(err, what, m.server.Username, m.timeouts)
+	return classify(err, what, m.timeouts, database.ScrubberFor(m.server))
 }
 
 // loginRefused are the errors of a login the server refused: their messages name
@@ -323,88 +323,58 @@ func loginRefused(n uint16) bool {
 	return n == errAccessDenied || n == errHostNotPrivileged || n == errAccountLocked || n == errMustChangePassword
 }
 
-// safeError describes err without the password or the admin's name: a refused
-// login is reduced to its error number, other server errors to their message with
-// the admin's name replaced, connection errors to their cause.
-func safeError(err error, admin string) string {
+// describe says what went wrong in the driver's errors it knows, for
+// database.Scrubber.Describe: a refused login by its error number alone (its message
+// names the user), other server errors by their message and number, a broken
+// connection as such. Other errors are "".
+func describe(err error) string {
 	var myErr *gomysql.MySQLError
 	if errors.As(err, &myErr) {
 		if loginRefused(myErr.Number) {
 			return fmt.Sprintf("the server refused the admin's login (error %d)", myErr.Number)
 		}
-		msg := myErr.Message
-		if len(admin) >= 3 {
-			msg = strings.ReplaceAll(msg, admin, "<admin>")
-		}
-		return fmt.Sprintf("%s (error %d)", msg, myErr.Number)
-	}
-	if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
-		return "the server did not answer in time"
+		return fmt.Sprintf("%s (error %d)", myErr.Message, myErr.Number)
 	}
 	var netErr net.Error
-	if errors.As(err, &netErr) {
-		return netErr.Error()
-	}
-	if errors.Is(err, gomysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) {
+	if !errors.As(err, &netErr) && !errors.Is(err, context.DeadlineExceeded) &&
+		(errors.Is(err, gomysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn)) {
 		return "the connection to the server broke"
 	}
-	msg := err.Error()
-	if len(admin) >= 3 {
-		msg = strings.ReplaceAll(msg, admin, "<admin>")
-	}
-	return msg
+	return ""
 }
-
-func isTimeout(err error) bool {
-	var netErr net.Error
-	return errors.As(err, &netErr) && netErr.Timeout()
-}
-
-// classified is an error whose message is safe (safeError) and that still
-// unwraps to its class (ErrUnreachable, ErrTimeout) and its cause, so that callers
-// can react to the server's error number.
-type classified struct {
-	msg   string
-	class error
-	cause error
-}
-
-func (e *classified) Error() string   { return e.msg }
-func (e *classified) Unwrap() []error { return []error{e.class, e.cause} }
 
 // classify wraps connection-level failures in ErrUnreachable and the server's own
-// timeouts in ErrTimeout.
-func classify(err error, what, admin string, t database.Timeouts) error {
-	if err == nil || errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	var c *classified
-	if errors.As(err, &c) {
+// timeouts in ErrTimeout, in a message without the admin's credentials that still
+// unwraps to the driver's error, so that callers can react to the server's error
+// number.
+func classify(err error, what string, t database.Timeouts, sc database.Scrubber) error {
+	if err == nil || errors.Is(err, sql.ErrNoRows) || database.IsSafe(err) {
 		return err
 	}
 	wrap := func(class error, format string, args ...any) error {
-		return &classified{msg: fmt.Sprintf(format, args...), class: class, cause: err}
+		return database.SafeError(fmt.Sprintf(format, args...), class, err)
 	}
+	safe := func() string { return sc.Describe(err, describe) }
 	var myErr *gomysql.MySQLError
 	if errors.As(err, &myErr) {
 		switch n := myErr.Number; {
 		case loginRefused(n) || n == errTooManyConnections || n == errUserLimitReached:
-			return wrap(database.ErrUnreachable, "%v: %s: %s", database.ErrUnreachable, what, safeError(err, admin))
+			return wrap(database.ErrUnreachable, "%v: %s: %s", database.ErrUnreachable, what, safe())
 		case n == errLockWaitTimeout:
-			return wrap(database.ErrTimeout, "%v: %s: another session holds a lock it needs (waited %s): %s", database.ErrTimeout, what, t.Lock, safeError(err, admin))
+			return wrap(database.ErrTimeout, "%v: %s: another session holds a lock it needs (waited %s): %s", database.ErrTimeout, what, t.Lock, safe())
 		case n == errStatementTimeout || n == errExecutionTimeout || n == errQueryInterrupted:
-			return wrap(database.ErrTimeout, "%v: %s: %s", database.ErrTimeout, what, safeError(err, admin))
+			return wrap(database.ErrTimeout, "%v: %s: %s", database.ErrTimeout, what, safe())
 		}
-		return wrap(nil, "%s: %s", what, safeError(err, admin))
+		return wrap(nil, "%s: %s", what, safe())
 	}
-	if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+	if errors.Is(err, context.DeadlineExceeded) || database.IsTimeout(err) {
 		return wrap(database.ErrUnreachable, "%v: %s: the server did not answer in time", database.ErrUnreachable, what)
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, gomysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return wrap(database.ErrUnreachable, "%v: %s: %s", database.ErrUnreachable, what, safeError(err, admin))
+		return wrap(database.ErrUnreachable, "%v: %s: %s", database.ErrUnreachable, what, safe())
 	}
-	return wrap(nil, "%s: %s", what, safeError(err, admin))
+	return wrap(nil, "%s: %s", what, safe())
 }
 
 func errNumber(err error) uint16 {

@@ -173,7 +173,7 @@ func TestClassify(t *testing.T) {
 		{context.DeadlineExceeded, database.ErrUnreachable},
 		{gomysql.ErrInvalidConn, database.ErrUnreachable},
 	} {
-		got := classify(tc.err, "doing", admin, database.DefaultTimeouts)
+		got := classify(tc.err, "doing", database.DefaultTimeouts, database.ScrubberFor(database.Server{Username: admin}))
 		if tc.want != nil && !errors.Is(got, tc.want) {
 			t.Errorf("%v: %v, want %v", tc.err, got, tc.want)
 		}

@@ -56,7 +56,7 @@ func (c *Connector) Connect(ctx context.Context, kind string, s database.Server)
 		cfg.MaxConnIdleTime = l.MaxIdle
 		p, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s", database.ErrUnreachable, safeError(err))
+			return nil, fmt.Errorf("%w: %s", database.ErrUnreachable, database.ScrubberFor(s).Describe(err, describe))
 		}
 		return p, nil
 	})

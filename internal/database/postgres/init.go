@@ -39,10 +39,10 @@ func (p *Postgres) Init(ctx context.Context, db database.Database, sql string, b
 		return err
 	}
 	if _, err := tx.Exec(ctx, sql); err != nil {
-		return initError(err, sql, p.timeouts)
+		return initError(err, sql, p.timeouts, database.ScrubberFor(p.server))
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return initError(err, sql, p.timeouts)
+		return initError(err, sql, p.timeouts, database.ScrubberFor(p.server))
 	}
 	return nil
 }
@@ -51,7 +51,7 @@ func (p *Postgres) Init(ctx context.Context, db database.Database, sql string, b
 // it at its statement_timeout) from a lost connection (ErrUnreachable, its outcome
 // asked later with InitOutcome). The server's message names objects of the
 // tenant's SQL, never a password Orderly knows.
-func initError(err error, sql string, t database.Timeouts) error {
+func initError(err error, sql string, t database.Timeouts, sc database.Scrubber) error {
 	var pgErr *pgconn.PgError
 	// 57P0x: the session was ended (a shutdown, a terminated backend), not refused.
 	if errors.As(err, &pgErr) && !strings.HasPrefix(pgErr.Code, "57P0") {
@@ -67,7 +67,7 @@ func initError(err error, sql string, t database.Timeouts) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w: it ran longer than %s and was cancelled", database.ErrInit, t.Init)
 	}
-	return classify(err, "running the init SQL", t)
+	return classify(err, "running the init SQL", t, sc)
 }
 
 // lineAt is the line of sql that the server's error position (1-based, in

@@ -101,11 +101,12 @@ func (p *Postgres) exec(ctx context.Context, n int, what, sql string) error {
 	return p.classify(err, what)
 }
 
-// safeError describes err without anything that could carry a password or the
-// admin's name: a server error is reduced to its message and SQLSTATE (a refused
-// login to its SQLSTATE alone, since its message names the user), a connection
-// error to its cause without the connection settings.
-func safeError(err error) string {
+// describe says what went wrong in the pgx errors it knows, for
+// database.Scrubber.Describe, without anything that could carry a password or the
+// admin's name: a server error is its message and SQLSTATE (a refused login its
+// SQLSTATE alone, since its message names the user), a connection error its cause
+// without the connection settings. Other errors are "".
+func describe(err error) string {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		if strings.HasPrefix(pgErr.Code, "28") {
@@ -113,49 +114,47 @@ func safeError(err error) string {
 		}
 		return fmt.Sprintf("%s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
 	}
-	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+	if pgconn.Timeout(err) {
 		return "the server did not answer in time"
 	}
 	var netErr net.Error
-	if errors.As(err, &netErr) {
-		return netErr.Error()
-	}
 	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) {
+	if !errors.As(err, &netErr) && errors.As(err, &connErr) {
 		// Its own message names the admin user; what went wrong is underneath.
 		if inner := errors.Unwrap(connErr); inner != nil {
-			return safeError(inner)
+			return database.Scrubber{}.Describe(inner, describe)
 		}
 		return "cannot connect"
 	}
-	return err.Error()
+	return ""
 }
 
 // classify wraps connection-level failures in ErrUnreachable and the server's own
-// timeouts in ErrTimeout.
+// timeouts in ErrTimeout, in messages without the admin's credentials.
 func (p *Postgres) classify(err error, what string) error {
 	if err == nil {
 		return nil
 	}
-	return classify(err, what, p.timeouts)
+	return classify(err, what, p.timeouts, database.ScrubberFor(p.server))
 }
 
-func classify(err error, what string, t database.Timeouts) error {
+func classify(err error, what string, t database.Timeouts, sc database.Scrubber) error {
 	if err == nil {
 		return nil
 	}
+	safe := func() string { return sc.Describe(err, describe) }
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
 		// Authentication and connection-exception classes mean the admin cannot work.
 		case strings.HasPrefix(pgErr.Code, "28") || strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P03":
-			return fmt.Errorf("%w: %s: %s", database.ErrUnreachable, what, safeError(err))
+			return fmt.Errorf("%w: %s: %s", database.ErrUnreachable, what, safe())
 		case pgErr.Code == codeLockNotAvailable:
-			return fmt.Errorf("%w: %s: another session holds a lock it needs (waited %s): %s", database.ErrTimeout, what, t.Lock, safeError(err))
+			return fmt.Errorf("%w: %s: another session holds a lock it needs (waited %s): %s", database.ErrTimeout, what, t.Lock, safe())
 		case pgErr.Code == codeQueryCanceled || pgErr.Code == codeIdleInTransactionTO:
-			return fmt.Errorf("%w: %s: %s", database.ErrTimeout, what, safeError(err))
+			return fmt.Errorf("%w: %s: %s", database.ErrTimeout, what, safe())
 		}
-		return fmt.Errorf("%s: %s", what, safeError(err))
+		return fmt.Errorf("%s: %s", what, safe())
 	}
 	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
 		return fmt.Errorf("%w: %s: the server did not answer in time", database.ErrUnreachable, what)
@@ -163,9 +162,9 @@ func classify(err error, what string, t database.Timeouts) error {
 	var connErr *pgconn.ConnectError
 	var netErr net.Error
 	if pgconn.SafeToRetry(err) || errors.As(err, &connErr) || errors.As(err, &netErr) {
-		return fmt.Errorf("%w: %s: %s", database.ErrUnreachable, what, safeError(err))
+		return fmt.Errorf("%w: %s: %s", database.ErrUnreachable, what, safe())
 	}
-	return fmt.Errorf("%s: %s", what, safeError(err))
+	return fmt.Errorf("%s: %s", what, safe())
 }
 
 // identity is the server's system_identifier, or "" when the admin may not read it.

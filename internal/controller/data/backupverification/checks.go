@@ -45,7 +45,7 @@ func runChecks(ctx context.Context, t target, checks datav1alpha1.BackupChecks) 
 		Timeouts:       database.Timeouts{Statement: checkTimeout, Connect: connectTimeout},
 		KeepSearchPath: true, ReadOnly: true, SimpleProtocol: true, Application: "orderly-backupverification"})
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the restored database to check it: %s", scrubTool(err.Error(), t))
+		return nil, fmt.Errorf("connecting to the restored database to check it: %s", t.scrub(err.Error()))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var out []datav1alpha1.BackupCheckResult
@@ -53,7 +53,7 @@ func runChecks(ctx context.Context, t target, checks datav1alpha1.BackupChecks) 
 		r := datav1alpha1.BackupCheckResult{Name: "schema/" + s}
 		var n int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = $1`, s).Scan(&n); err != nil {
-			r.Message = kit.Truncate("could not check: "+scrubTool(err.Error(), t), 512)
+			r.Message = kit.Truncate("could not check: "+t.scrub(err.Error()), 512)
 		} else if n == 0 {
 			r.Message = "the schema does not exist"
 		} else {
@@ -69,7 +69,7 @@ func runChecks(ctx context.Context, t target, checks datav1alpha1.BackupChecks) 
 		value, ok, err := queryValue(ctx, conn, sc.Query)
 		switch {
 		case err != nil:
-			r.Message = kit.Truncate("the query failed: "+scrubTool(err.Error(), t), 512)
+			r.Message = kit.Truncate("the query failed: "+t.scrub(err.Error()), 512)
 		case !ok:
 			r.Message = "the query returned no row"
 		default:
@@ -89,7 +89,7 @@ func tableCheck(ctx context.Context, conn *pgx.Conn, tc datav1alpha1.TableCheck,
 	}
 	var exists bool
 	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1 AND tablename = $2)`, schema, table).Scan(&exists); err != nil {
-		r.Message = kit.Truncate("could not check: "+scrubTool(err.Error(), t), 512)
+		r.Message = kit.Truncate("could not check: "+t.scrub(err.Error()), 512)
 		return r
 	}
 	if !exists {
@@ -98,7 +98,7 @@ func tableCheck(ctx context.Context, conn *pgx.Conn, tc datav1alpha1.TableCheck,
 	}
 	var n int64
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, table}.Sanitize()).Scan(&n); err != nil {
-		r.Message = kit.Truncate("could not count its rows: "+scrubTool(err.Error(), t), 512)
+		r.Message = kit.Truncate("could not count its rows: "+t.scrub(err.Error()), 512)
 		return r
 	}
 	r.Value = fmt.Sprint(n)

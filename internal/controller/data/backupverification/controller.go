@@ -309,7 +309,7 @@ func (r *Reconciler) dropDatabase(ctx context.Context, bv *datav1alpha1.BackupVe
 		return err
 	}
 	_, err = e.Drop(ctx, throwaway(bv, n), false)
-	return scrub(err, srv)
+	return database.Scrub(err, server, srv)
 }
 
 // dropLeftovers drops every throwaway database and role of bv's runs still on
@@ -325,7 +325,7 @@ func (r *Reconciler) dropLeftovers(ctx context.Context, bv *datav1alpha1.BackupV
 	}
 	runs, err := leftoverRuns(ctx, e, bv)
 	if err != nil {
-		return scrub(err, srv)
+		return database.Scrub(err, server, srv)
 	}
 	for _, n := range runs {
 		db := throwaway(bv, n)
@@ -334,7 +334,7 @@ func (r *Reconciler) dropLeftovers(ctx context.Context, bv *datav1alpha1.BackupV
 				log.FromContext(ctx).Info("Left a database with a BackupVerification run's name alone: it is not Orderly's", "database", db.Name)
 				continue
 			}
-			return fmt.Errorf("dropping the leftover throwaway database %s: %w", db.Name, scrub(err, srv))
+			return fmt.Errorf("dropping the leftover throwaway database %s: %w", db.Name, database.Scrub(err, server, srv))
 		}
 		r.Recorder.Eventf(bv, nil, corev1.EventTypeNormal, "CleanedUp", "CleanUp", "Dropped the leftover throwaway database %s of run %d", db.Name, n)
 	}
@@ -348,28 +348,10 @@ func (r *Reconciler) connect(ctx context.Context, s *datav1alpha1.DatabaseServer
 	}
 	srv, err := database.ServerFor(ctx, r.APIReader, s, r.Namespace)
 	if err != nil {
-		if errors.Is(err, database.ErrCredentials) || errors.Is(err, database.ErrCredentialsNotAllowed) {
-			return nil, srv, fmt.Errorf("DatabaseServer %s cannot be used: its admin credentials are not available to Orderly (its status says why)", s.Name)
-		}
-		return nil, srv, err
+		return nil, srv, database.Scrub(err, s, srv)
 	}
 	e, err := r.Databases.Connect(ctx, string(s.Spec.Engine), srv)
-	return e, srv, scrub(err, srv)
-}
-
-// scrub keeps the admin's name out of messages that the namespace's users read.
-func scrub(err error, srv database.Server) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if u := srv.Username; len(u) >= 3 {
-		msg = strings.ReplaceAll(msg, u, "<admin>")
-	}
-	if p := srv.Password; p != "" {
-		msg = strings.ReplaceAll(msg, p, "<password>")
-	}
-	return errors.New(msg)
+	return e, srv, database.Scrub(err, s, srv)
 }
 
 // admitTarget reads the target DatabaseServer and checks that it allows this namespace.
@@ -493,7 +475,7 @@ func (r *Reconciler) restoreAndCheck(ctx context.Context, bv *datav1alpha1.Backu
 	// The role cannot log in after the run could have ended, even if Orderly never drops it.
 	db.ValidUntil = r.Clock.Now().Add(limit + checksTimeout + 10*time.Minute)
 	if _, err := e.Ensure(ctx, db); err != nil {
-		verdict(run, datav1alpha1.RunError, ReasonTargetError, fmt.Sprintf("creating the throwaway database on DatabaseServer %s: %v", server.Name, scrub(err, srv)))
+		verdict(run, datav1alpha1.RunError, ReasonTargetError, fmt.Sprintf("creating the throwaway database on DatabaseServer %s: %v", server.Name, database.Scrub(err, server, srv)))
 		return
 	}
 	t := target{server: srv, database: db.Name, role: db.Role, password: db.Password}

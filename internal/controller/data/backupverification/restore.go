@@ -155,9 +155,9 @@ func restore(ctx context.Context, body io.Reader, t target, limit time.Duration)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return res, &restoreError{ReasonRestoreTooSlow, fmt.Sprintf("the restore did not finish within maxRestoreDuration (%s): stopped", limit)}
 	case cerr != nil && !isPipeClosed(cerr):
-		return res, &restoreError{ReasonCorrupt, fmt.Sprintf("the backup could not be read to its end (truncated or corrupt?): %v", scrubTool(cerr.Error(), t))}
+		return res, &restoreError{ReasonCorrupt, fmt.Sprintf("the backup could not be read to its end (truncated or corrupt?): %v", t.scrub(cerr.Error()))}
 	case waitErr != nil:
-		return res, &restoreError{ReasonRestoreFailed, fmt.Sprintf("%s failed (%v): %s", tool, waitErr, scrubTool(stderr.String(), t))}
+		return res, &restoreError{ReasonRestoreFailed, fmt.Sprintf("%s failed (%v): %s", tool, waitErr, t.scrub(stderr.String()))}
 	}
 	return res, nil
 }
@@ -210,12 +210,10 @@ func toolEnv(t target, tmp string) ([]string, error) {
 	return env, nil
 }
 
-// scrubTool keeps the tool's message free of the role's password.
-func scrubTool(msg string, t target) string {
-	if t.password != "" {
-		msg = strings.ReplaceAll(msg, t.password, "<password>")
-	}
-	return strings.TrimSpace(msg)
+// scrub keeps a message of the tools, or of the restored database, free of the
+// role's password.
+func (t target) scrub(msg string) string {
+	return strings.TrimSpace(database.Scrubber{}.With(t.password, database.PasswordPlaceholder).String(msg))
 }
 
 func isPipeClosed(err error) bool {

@@ -88,48 +88,14 @@ func provisioned(d *datav1alpha1.DevDatabase) bool {
 }
 
 // connect reads the server's credentials and connects. Its errors, and those of the
-// engine it returns, go through scrub before they reach status or Events.
+// engine it returns, go through database.Scrub before they reach status or Events.
 func (r *Reconciler) connect(ctx context.Context, s *datav1alpha1.DatabaseServer) (database.Engine, database.Server, error) {
 	srv, err := database.ServerFor(ctx, r.APIReader, s, r.Namespace)
 	if err != nil {
-		return nil, srv, scrub(err, s, srv)
+		return nil, srv, database.Scrub(err, s, srv)
 	}
 	e, err := r.Connector.Connect(ctx, string(s.Spec.Engine), srv)
-	return e, srv, scrub(err, s, srv)
-}
-
-// scrubbed is an error whose message is fit for a DevDatabase's status and Events,
-// which the namespace's users read: it does not name the server's admin user or
-// its Secrets, which belong to the platform team (the DatabaseServer's status has
-// the details). errors.Is sees the original.
-type scrubbed struct {
-	err error
-	msg string
-}
-
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
-
-// scrub rewrites err for a DevDatabase's eyes: credential problems become a
-// pointer to the DatabaseServer, and the admin user's name is replaced.
-func scrub(err error, s *datav1alpha1.DatabaseServer, srv database.Server) error {
-	if err == nil {
-		return nil
-	}
-	switch {
-	case errors.Is(err, database.ErrCredentialsNotAllowed), errors.Is(err, database.ErrCredentials):
-		return &scrubbed{err: err, msg: fmt.Sprintf("DatabaseServer %s cannot be used: its admin credentials are not available to Orderly (the DatabaseServer's status says why; its administrators can fix it)", s.Name)}
-	}
-	// The engine's messages do not quote the admin user; this catches what a server
-	// says in its own words. Names too short to mean anything would only mangle it.
-	msg := err.Error()
-	if u := srv.Username; len(u) >= 3 {
-		msg = strings.ReplaceAll(msg, u, "<admin>")
-	}
-	if ref := s.Spec.AdminCredentialsSecretRef.Name; len(ref) >= 3 {
-		msg = strings.ReplaceAll(msg, ref, "<admin Secret>")
-	}
-	return &scrubbed{err: err, msg: msg}
+	return e, srv, database.Scrub(err, s, srv)
 }
 
 // admit checks what the server's rules allow: namespace, ttl, template, limits.
@@ -306,7 +272,7 @@ func (r *Reconciler) ensure(ctx context.Context, d *datav1alpha1.DevDatabase, s 
 	}
 	res, err := e.Ensure(ctx, db)
 	if err != nil {
-		return outcomeFor(scrub(err, s, srv), datav1alpha1.PhasePending)
+		return outcomeFor(database.Scrub(err, s, srv), datav1alpha1.PhasePending)
 	}
 	if res.Created {
 		what := "empty"
@@ -369,7 +335,7 @@ func (r *Reconciler) drop(ctx context.Context, d *datav1alpha1.DevDatabase, s *d
 	retain := d.Spec.DeletionPolicy == datav1alpha1.DatabaseDeletionPolicyRetain
 	res, err := e.Drop(ctx, engineDatabase(d, s), retain)
 	if err != nil {
-		return res, scrub(err, s, srv)
+		return res, database.Scrub(err, s, srv)
 	}
 	countDropped(s.Name)
 	countTerminated(s.Name, res.Terminated)

@@ -58,7 +58,7 @@ func (r *Reconciler) initialize(ctx context.Context, d *datav1alpha1.DevDatabase
 	if in.State == datav1alpha1.InitRunning {
 		state, err := e.InitOutcome(ctx, in.Transaction)
 		if err != nil {
-			return outcomeFor(scrub(err, s, srv), datav1alpha1.PhasePending), false
+			return outcomeFor(database.Scrub(err, s, srv), datav1alpha1.PhasePending), false
 		}
 		switch state {
 		case database.TxnInProgress:
@@ -138,7 +138,7 @@ func (r *Reconciler) runInit(ctx context.Context, d *datav1alpha1.DevDatabase, e
 		countInit(s.Name, true)
 		return outcome{}, true
 	case errors.Is(err, database.ErrInit):
-		msg := kit.Truncate(scrub(err, s, srv).Error(), 900)
+		msg := kit.Truncate(database.Scrub(err, s, srv).Error(), 900)
 		if ferr := r.finishInit(ctx, d, datav1alpha1.InitFailedState, msg); ferr != nil {
 			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonInitRunning, message: ferr.Error(), err: ferr}, false
 		}
@@ -149,11 +149,11 @@ func (r *Reconciler) runInit(ctx context.Context, d *datav1alpha1.DevDatabase, e
 		if errors.Is(err, errInitRecorded) {
 			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonInitRunning, message: "The init run was recorded by another reconcile; looking again", retry: recheckInitRunning}, false
 		}
-		return outcomeFor(scrub(err, s, srv), datav1alpha1.PhasePending), false
+		return outcomeFor(database.Scrub(err, s, srv), datav1alpha1.PhasePending), false
 	default:
 		// Begun and recorded, outcome unknown (the connection was lost): the next
 		// reconcile asks the server.
-		return outcomeFor(scrub(err, s, srv), datav1alpha1.PhasePending), false
+		return outcomeFor(database.Scrub(err, s, srv), datav1alpha1.PhasePending), false
 	}
 }
 

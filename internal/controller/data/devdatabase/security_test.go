@@ -1,7 +1,6 @@
 package devdatabase
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -95,31 +94,6 @@ func TestOutcomeForSecurityErrors(t *testing.T) {
 		if o.reason != tc.wantReason || (o.err != nil) != tc.wantRetry || o.phase != datav1alpha1.PhaseDeleting {
 			t.Errorf("%v: %+v", tc.err, o)
 		}
-	}
-}
-
-// What a DevDatabase's users read does not name the server's admin user or its
-// Secrets, whatever the driver said.
-func TestScrub(t *testing.T) {
-	s := &datav1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Spec: datav1alpha1.DatabaseServerSpec{
-		AdminCredentialsSecretRef: datav1alpha1.SecretReference{Namespace: "orderly-system", Name: "pg-admin-creds"}}}
-	srv := database.Server{Username: "platform_admin"}
-	for _, err := range []error{
-		fmt.Errorf("%w: reading Secret orderly-system/pg-admin-creds (adminCredentialsSecretRef): not found", database.ErrCredentials),
-		fmt.Errorf("%w: adminCredentialsSecretRef names namespace x; Secret pg-admin-creds", database.ErrCredentialsNotAllowed),
-		fmt.Errorf("%w: looking up role: password authentication failed for user \"platform_admin\"", database.ErrUnreachable),
-		errors.New("permission denied to create role; platform_admin lacks CREATEROLE"),
-	} {
-		got := scrub(err, s, srv)
-		if strings.Contains(got.Error(), "platform_admin") || strings.Contains(got.Error(), "pg-admin-creds") {
-			t.Errorf("scrub(%v) = %q", err, got)
-		}
-		if !errors.Is(got, errors.Unwrap(err)) && errors.Unwrap(err) != nil {
-			t.Errorf("scrub(%v) lost what it wraps", err)
-		}
-	}
-	if scrub(nil, s, srv) != nil {
-		t.Error("scrub(nil) != nil")
 	}
 }
 

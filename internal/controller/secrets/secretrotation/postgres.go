@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,16 +40,26 @@ func rolePair(base, active string) (next string) {
 	return base + "_a"
 }
 
+// serverRotator is the engine of a postgresRole generator's DatabaseServer.
+type serverRotator struct {
+	roleRotator
+	// server is where the roles are: the Secret's host and port.
+	server database.Server
+	// scrub keeps the server's credentials out of what the SecretRotation's status
+	// says of its errors.
+	scrub database.Scrubber
+}
+
 // rotator connects to the DatabaseServer a postgresRole generator names, after
 // checking that the server lets this namespace use it. Problems are reported on m.
-func (r *Reconciler) rotator(ctx context.Context, m *machine) (roleRotator, database.Server, error) {
+func (r *Reconciler) rotator(ctx context.Context, m *machine) (*serverRotator, error) {
 	g := m.spec().Generator.PostgresRole
-	fail := func(reason, msg string, err error) (roleRotator, database.Server, error) {
+	fail := func(reason, msg string, err error) (*serverRotator, error) {
 		m.problem = &problem{reason, msg}
 		if err == nil {
 			err = errors.New(msg)
 		}
-		return nil, database.Server{}, err
+		return nil, err
 	}
 	if r.Databases == nil {
 		return fail(ReasonServerFailed, "the manager has no database connector", nil)
@@ -75,29 +84,21 @@ func (r *Reconciler) rotator(ctx context.Context, m *machine) (roleRotator, data
 			return fail(ReasonServerNotAllowed, fmt.Sprintf("DatabaseServer %s does not allow namespace %s (allowedNamespaces: %s)", s.Name, m.sr.Namespace, selector), nil)
 		}
 	}
+	// Neither the admin's credentials nor its Secret's name goes into the status.
 	srv, err := database.ServerFor(ctx, r.APIReader, &s, r.Namespace)
+	scrub := database.ScrubberFor(srv).OfServer(&s)
 	if err != nil {
-		// Neither the admin Secret's name nor its content goes into the status.
-		return fail(ReasonServerFailed, fmt.Sprintf("the admin credentials of DatabaseServer %s are unavailable (see its status)", s.Name), err)
+		return fail(ReasonServerFailed, scrub.Error(err).Error(), err)
 	}
 	e, err := r.Databases.Connect(ctx, string(s.Spec.Engine), srv)
 	if err != nil {
-		return fail(ReasonServerFailed, scrub(err, srv), err)
+		return fail(ReasonServerFailed, scrub.Error(err).Error(), err)
 	}
 	rot, ok := e.(roleRotator)
 	if !ok {
 		return fail(ReasonServerFailed, fmt.Sprintf("the engine of DatabaseServer %s cannot rotate roles", s.Name), nil)
 	}
-	return rot, srv, nil
-}
-
-// scrub removes the admin's user name from a server's message.
-func scrub(err error, srv database.Server) string {
-	msg := err.Error()
-	if u := srv.Username; len(u) >= 3 {
-		msg = strings.ReplaceAll(msg, u, "<admin>")
-	}
-	return msg
+	return &serverRotator{roleRotator: rot, server: srv, scrub: scrub}, nil
 }
 
 // generatePostgres sets a new password on the inactive login role and returns the
@@ -105,7 +106,7 @@ func scrub(err error, srv database.Server) string {
 // consumers keep working until they have rolled and the grace period is over.
 func (r *Reconciler) generatePostgres(ctx context.Context, m *machine) (map[string][]byte, error) {
 	g := m.spec().Generator.PostgresRole
-	rot, srv, err := r.rotator(ctx, m)
+	rot, err := r.rotator(ctx, m)
 	if err != nil {
 		return nil, err
 	}
@@ -113,12 +114,12 @@ func (r *Reconciler) generatePostgres(ctx context.Context, m *machine) (map[stri
 	password := database.Password()
 	if err := rot.SetRotatingRole(ctx, postgres.RotatingRole{Name: to, OwnerUID: string(m.sr.UID), Namespace: m.sr.Namespace,
 		Password: password, GrantRoles: g.GrantRoles}); err != nil {
-		m.problem = &problem{ReasonServerFailed, scrub(err, srv)}
+		m.problem = &problem{ReasonServerFailed, rot.scrub.Error(err).Error()}
 		return nil, err
 	}
 	m.st.Rotation.ToRole = to
-	return map[string][]byte{keyUsername: []byte(to), keyPassword: []byte(password), keyHost: []byte(srv.Host),
-		keyPort: []byte(strconv.Itoa(int(srv.Port)))}, nil
+	return map[string][]byte{keyUsername: []byte(to), keyPassword: []byte(password), keyHost: []byte(rot.server.Host),
+		keyPort: []byte(strconv.Itoa(int(rot.server.Port)))}, nil
 }
 
 // revokePostgres takes the login away from the previous role (NOLOGIN, no
@@ -133,12 +134,12 @@ func (r *Reconciler) revokePostgres(ctx context.Context, m *machine) error {
 
 // disable takes the login away from one of the SecretRotation's roles.
 func (r *Reconciler) disable(ctx context.Context, m *machine, role string) error {
-	rot, srv, err := r.rotator(ctx, m)
+	rot, err := r.rotator(ctx, m)
 	if err != nil {
 		return err
 	}
 	if err := rot.DisableLogin(ctx, role, string(m.sr.UID)); err != nil {
-		m.problem = &problem{ReasonServerFailed, scrub(err, srv)}
+		m.problem = &problem{ReasonServerFailed, rot.scrub.Error(err).Error()}
 		return err
 	}
 	return nil
