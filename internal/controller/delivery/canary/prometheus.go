@@ -164,7 +164,10 @@ func (p *promServer) do(req *http.Request, out any) error {
 }
 
 // scrubURLError drops the query string from an error of the HTTP client: it holds
-// the query, which is long and says nothing about why the call failed.
+// the query, which is long and says nothing about why the call failed. It is not
+// database.Scrubber, the credential scrubber of the data controllers: that one
+// replaces secrets it is told of, while this one knows no secret and cuts parts of
+// a URL (the query is no secret; the user info is never set).
 func scrubURLError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
