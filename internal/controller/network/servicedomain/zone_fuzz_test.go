@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/miekg/dns"
+	mdns "github.com/miekg/dns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
@@ -87,7 +87,7 @@ func FuzzPickZone(f *testing.F) {
 			t.Fatalf("UpdateFor(%+v): %v", d, err)
 		}
 		for _, rr := range append(m.Answer, m.Ns...) {
-			if !dns.IsSubDomain(dns.Fqdn(got.zone.Spec.Zone), rr.Header().Name) {
+			if !mdns.IsSubDomain(mdns.Fqdn(got.zone.Spec.Zone), rr.Header().Name) {
 				t.Fatalf("the update of zone %s touches %s", got.zone.Spec.Zone, rr.Header().Name)
 			}
 		}
