@@ -2,10 +2,13 @@ package audit
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -148,27 +151,50 @@ func groupAPIFindings(group string, crds []apiextensionsv1.CustomResourceDefinit
 	}
 	var out []Finding
 
-	// Maturity: the group is as mature as its least mature kind.
-	lowest := Stable
-	var lowKinds []string
+	// Maturity: graded on the kinds users write, as the mean of their penalties, so
+	// that a stable API which adds new alpha kinds is not taken for an alpha project.
+	graded := gradedKinds(summaries)
+	counts := map[string][]string{}
+	total := 0
+	for _, c := range graded {
+		counts[c.Maturity] = append(counts[c.Maturity], c.Kind)
+		total += maturityPenalty[c.Maturity]
+	}
+	penalty := int(math.Round(float64(total) / float64(max(len(graded), 1))))
+	var records []string
 	for _, c := range summaries {
-		if maturityRank(c.Maturity) < maturityRank(lowest) {
-			lowest, lowKinds = c.Maturity, nil
-		}
-		if c.Maturity == lowest {
-			lowKinds = append(lowKinds, c.Kind)
+		if !slices.ContainsFunc(graded, func(g CRD) bool { return g.Name == c.Name }) {
+			records = append(records, c.Kind)
 		}
 	}
-	switch lowest {
-	case Stable:
-		out = append(out, f("api.maturity", Pass, 0, "every kind is served at a stable (v1 or later) version"))
-	case Beta:
-		out = append(out, f("api.maturity", Warn, 10, "no stable version yet for %s: beta at best", strings.Join(lowKinds, ", ")))
-	case Alpha:
-		out = append(out, f("api.maturity", Fail, 30, "alpha only for %s: no beta or stable version is served, so the API may change without conversion", strings.Join(lowKinds, ", ")))
+	notGraded := ""
+	if len(records) > 0 {
+		notGraded = fmt.Sprintf(" (not graded: %s, which users do not write)", strings.Join(records, ", "))
+	}
+	maturity := f("api.maturity", resultFor(penalty), penalty, "")
+	switch {
+	case len(counts[Stable]) == len(graded):
+		maturity.Message = fmt.Sprintf("every kind users write is served at a stable (v1 or later) version: %s%s", strings.Join(counts[Stable], ", "), notGraded)
+	case len(counts[Alpha]) == len(graded):
+		maturity.Message = fmt.Sprintf("alpha only for %s: no beta or stable version is served, so the API may change without conversion%s", strings.Join(counts[Alpha], ", "), notGraded)
+	case len(counts[Beta]) == len(graded):
+		maturity.Message = fmt.Sprintf("no stable version yet for %s: beta at best%s", strings.Join(counts[Beta], ", "), notGraded)
+	case len(counts[Other]) == len(graded):
+		maturity.Message = fmt.Sprintf("versions of %s do not follow Kubernetes' naming (vN, vNbetaM, vNalphaM): their stability is not stated%s", strings.Join(counts[Other], ", "), notGraded)
 	default:
-		out = append(out, f("api.maturity", Fail, 20, "versions of %s do not follow Kubernetes' naming (vN, vNbetaM, vNalphaM): their stability is not stated", strings.Join(lowKinds, ", ")))
+		var parts []string
+		for _, m := range []string{Stable, Beta, Alpha, Other} {
+			if ks := counts[m]; len(ks) > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s (%s)", len(ks), m, strings.Join(ks, ", ")))
+			}
+		}
+		maturity.Message = fmt.Sprintf("of the %d kinds users write, %s: graded as their mean (alpha 30, unconventional names 20, beta 10, stable 0)%s",
+			len(graded), strings.Join(parts, ", "), notGraded)
 	}
+	for _, c := range summaries {
+		maturity.Evidence = append(maturity.Evidence, fmt.Sprintf("%s (%s): %s, served %s", c.Kind, c.Name, c.Maturity, strings.Join(servedVersions(c), ", ")))
+	}
+	out = append(out, maturity)
 
 	// Deprecated versions still served.
 	var deprecated []string
@@ -262,7 +288,7 @@ func groupAPIFindings(group string, crds []apiextensionsv1.CustomResourceDefinit
 	}
 	switch {
 	case rules == 0:
-		out = append(out, f("api.cel", Warn, 10, "no CEL validation rules (x-kubernetes-validations): rules across fields are checked by the controller, after the write, if at all"))
+		out = append(out, f("api.cel", Fail, 10, "no CEL validation rules (x-kubernetes-validations): rules across fields are checked by the controller, after the write, if at all"))
 	case len(without) > 0:
 		out = append(out, f("api.cel", Pass, 0, "%d CEL validation rules (none for %s)", rules, strings.Join(without, ", ")))
 	default:
@@ -271,9 +297,38 @@ func groupAPIFindings(group string, crds []apiextensionsv1.CustomResourceDefinit
 	return out
 }
 
+// maturityPenalty is what a kind's maturity costs the api.maturity check.
+var maturityPenalty = map[string]int{Stable: 0, Beta: 10, Other: 20, Alpha: 30}
+
+// gradedKinds are the kinds whose maturity is graded: those users write, or every
+// kind when the group has none marked so.
+func gradedKinds(summaries []CRD) []CRD {
+	var out []CRD
+	for _, c := range summaries {
+		if c.UserWritten {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return summaries
+	}
+	return out
+}
+
+func servedVersions(c CRD) []string {
+	var out []string
+	for _, v := range c.Versions {
+		if v.Served {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
+// groupMaturity is the lowest maturity of the kinds users write.
 func groupMaturity(summaries []CRD) string {
 	lowest := Stable
-	for _, c := range summaries {
+	for _, c := range gradedKinds(summaries) {
 		if maturityRank(c.Maturity) < maturityRank(lowest) {
 			lowest = c.Maturity
 		}
@@ -281,10 +336,46 @@ func groupMaturity(summaries []CRD) string {
 	return lowest
 }
 
-func score(findings []Finding) int {
-	s := 100
-	for _, f := range findings {
-		s -= f.Penalty
+// aggregateLabels mark a ClusterRole whose rules the API server adds to the
+// built-in admin and edit roles: what an operator lets people write.
+var aggregateLabels = []string{"rbac.authorization.k8s.io/aggregate-to-admin", "rbac.authorization.k8s.io/aggregate-to-edit"}
+
+// markUserWritten sets UserWritten on the group's kinds. Users write the namespaced
+// kinds a ClusterRole aggregated into admin or edit lets people write, when the group
+// has such a role: that is how a project says which of its kinds are for people.
+// Otherwise (no such role, or a cluster-scoped kind, of which admin and edit, being
+// namespace roles, say nothing) users write a kind whose schema has a spec; a kind
+// with only a status is a record the operator keeps (CloudNativePG's FailoverQuorum).
+func markUserWritten(group string, crds []apiextensionsv1.CustomResourceDefinition, summaries []CRD, roles []rbacv1.ClusterRole) {
+	aggregated := map[string]bool{} // plurals people may write
+	for _, cr := range roles {
+		if !slices.ContainsFunc(aggregateLabels, func(l string) bool { return cr.Labels[l] == "true" }) {
+			continue
+		}
+		for _, r := range cr.Rules {
+			if !slices.Contains(r.APIGroups, group) || !slices.ContainsFunc(writeVerbs, func(v string) bool { return hasOrStar(r.Verbs, v) }) {
+				continue
+			}
+			for _, res := range r.Resources {
+				if !strings.Contains(res, "/") {
+					aggregated[res] = true
+				}
+			}
+		}
 	}
-	return max(s, 0)
+	for i := range crds {
+		c := &crds[i]
+		if len(aggregated) > 0 && c.Spec.Scope == apiextensionsv1.NamespaceScoped {
+			summaries[i].UserWritten = aggregated[c.Spec.Names.Plural] || aggregated["*"]
+			continue
+		}
+		summaries[i].UserWritten = slices.ContainsFunc(c.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
+			if !v.Served || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+				return v.Served // without a schema nothing says it is a record
+			}
+			root := v.Schema.OpenAPIV3Schema
+			_, spec := root.Properties["spec"]
+			return spec || len(root.Properties) == 0
+		})
+	}
 }

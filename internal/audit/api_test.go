@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestVersionMaturity(t *testing.T) {
@@ -31,9 +33,16 @@ func TestGroupAPIFindings(t *testing.T) {
 	const g = "example.com"
 	different := specSchema(1)
 	different.OpenAPIV3Schema.Properties["spec"].Properties["extra"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	stable := func(kind string) apiextensionsv1.CustomResourceDefinition {
+		return newCRD(g, kind, strings.ToLower(kind)+"s").version("v1", true, specSchema(1)).build()
+	}
+	alpha := func(kind string) apiextensionsv1.CustomResourceDefinition {
+		return newCRD(g, kind, strings.ToLower(kind)+"s").version("v1alpha1", true, specSchema(1)).build()
+	}
 	cases := []struct {
 		name         string
 		crds         []apiextensionsv1.CustomResourceDefinition
+		roles        []rbacv1.ClusterRole
 		wantMaturity string
 		// wantResults are the results of the checks named; the others pass.
 		wantResults map[string]string
@@ -46,13 +55,13 @@ func TestGroupAPIFindings(t *testing.T) {
 		wantMaturity: Alpha, wantResults: map[string]string{"api.maturity": Fail}, wantScore: 70,
 		wantInMessage: map[string]string{"api.maturity": "alpha only for Widget", "api.cel": "2 CEL validation rules"},
 	}, {
-		name: "the group is as mature as its least mature kind",
+		name: "a group of kinds of several maturities is graded on their mean",
 		crds: []apiextensionsv1.CustomResourceDefinition{
 			newCRD(g, "Widget", "widgets").version("v1", true, specSchema(1)).build(),
 			newCRD(g, "Gadget", "gadgets").version("v1alpha1", false, specSchema(1)).version("v1beta1", true, specSchema(1)).build(),
 		},
-		wantMaturity: Beta, wantResults: map[string]string{"api.maturity": Warn}, wantScore: 90,
-		wantInMessage: map[string]string{"api.maturity": "Gadget", "api.conversion": "identical schemas"},
+		wantMaturity: Beta, wantResults: map[string]string{"api.maturity": Warn}, wantScore: 95,
+		wantInMessage: map[string]string{"api.maturity": "of the 2 kinds users write, 1 stable (Widget), 1 beta (Gadget)", "api.conversion": "identical schemas"},
 	}, {
 		name:         "stable, served versions with identical schemas and no webhook",
 		crds:         []apiextensionsv1.CustomResourceDefinition{newCRD(g, "Widget", "widgets").version("v1beta1", false, specSchema(1)).version("v1", true, specSchema(1)).build()},
@@ -82,8 +91,28 @@ func TestGroupAPIFindings(t *testing.T) {
 	}, {
 		name:         "spec keeps unknown fields, no CEL",
 		crds:         []apiextensionsv1.CustomResourceDefinition{newCRD(g, "Widget", "widgets").version("v1beta1", true, openSpecSchema()).build()},
-		wantMaturity: Beta, wantResults: map[string]string{"api.maturity": Warn, "api.schema": Fail, "api.cel": Warn}, wantScore: 100 - 10 - 20 - 10,
+		wantMaturity: Beta, wantResults: map[string]string{"api.maturity": Fail, "api.schema": Fail, "api.cel": Fail}, wantScore: 100 - 10 - 20 - 10,
 		wantInMessage: map[string]string{"api.schema": "Widget v1beta1 keeps any field in spec"},
+	}, {
+		// Before, the group took the penalty of its least mature kind: 30, as if
+		// alpha only.
+		name:         "a stable API that adds three alpha kinds is graded on the mix, not as an alpha project",
+		crds:         []apiextensionsv1.CustomResourceDefinition{stable("Cluster"), stable("Backup"), stable("Pooler"), stable("Database"), alpha("Publication"), alpha("Subscription"), alpha("Catalog")},
+		wantMaturity: Alpha, wantResults: map[string]string{"api.maturity": Fail}, wantScore: 100 - 13, // 3×30 / 7 = 12.9
+		wantInMessage: map[string]string{"api.maturity": "of the 7 kinds users write, 4 stable (Cluster, Backup, Pooler, Database), 3 alpha (Publication, Subscription, Catalog)"},
+	}, {
+		name: "a kind with only a status is a record the operator keeps: shown, not graded",
+		crds: []apiextensionsv1.CustomResourceDefinition{stable("Cluster"),
+			newCRD(g, "Quorum", "quorums").version("v1alpha1", true, statusOnlySchema()).build()},
+		wantMaturity: Stable, wantResults: map[string]string{}, wantScore: 100,
+		wantInMessage: map[string]string{"api.maturity": "(not graded: Quorum, which users do not write)"},
+	}, {
+		name: "the kinds aggregated into edit are those users write",
+		crds: []apiextensionsv1.CustomResourceDefinition{stable("Cluster"), alpha("Internal")},
+		roles: []rbacv1.ClusterRole{{ObjectMeta: metav1.ObjectMeta{Name: "x-edit", Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
+			Rules: []rbacv1.PolicyRule{rule(l(g), l("clusters"), l("create", "update", "delete"))}}},
+		wantMaturity: Stable, wantResults: map[string]string{}, wantScore: 100,
+		wantInMessage: map[string]string{"api.maturity": "every kind users write is served at a stable (v1 or later) version: Cluster (not graded: Internal"},
 	}, {
 		name:         "unconventional version names",
 		crds:         []apiextensionsv1.CustomResourceDefinition{newCRD(g, "Widget", "widgets").version("v1-preview", true, specSchema(1)).build()},
@@ -95,6 +124,7 @@ func TestGroupAPIFindings(t *testing.T) {
 			for i := range tc.crds {
 				sums = append(sums, summarizeCRD(&tc.crds[i]))
 			}
+			markUserWritten(g, tc.crds, sums, tc.roles)
 			if got := groupMaturity(sums); got != tc.wantMaturity {
 				t.Errorf("maturity = %s, want %s", got, tc.wantMaturity)
 			}

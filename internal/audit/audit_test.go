@@ -64,19 +64,24 @@ func TestAuditGradesOperators(t *testing.T) {
 			groups: l("careful.example.com"),
 			// API: alpha only (-30). RBAC: cluster-wide Secrets read (-15) and write
 			// (-10), bind limited to view (-5). Availability: no PDB (-10).
-			scores: Scores{API: 70, RBAC: 70, Availability: 90, Observability: 100, Total: 80}, grade: "B", replicas: 2,
-			failing: l("api.maturity", "availability.pdb", "rbac.bind", "rbac.secrets-read", "rbac.secrets-write"),
+			// Maintenance: an image by digest says no release (-10).
+			// (20×70 + 35×70 + 20×90 + 15×100 + 10×90) / 100 = 80.5, rounded to 81.
+			scores: Scores{API: 70, RBAC: 70, Availability: 90, Observability: 100, Maintenance: 90, Total: 81}, grade: "B", replicas: 2,
+			failing: l("api.maturity", "availability.pdb", "maintenance.version", "rbac.bind", "rbac.secrets-read", "rbac.secrets-write"),
 		},
 		"Deployment broad-system/broad": {
 			groups: l("broad.example.com"),
-			// API: beta (-10), open spec (-20), no CEL (-10). RBAC: everything. Availability:
-			// 100 - 25 - 10 - 10 - 10 - 5 - 5 - 4×5. Observability: nothing.
-			scores: Scores{API: 60, RBAC: 0, Availability: 15, Observability: 0, Total: 19}, grade: "F", replicas: 1,
+			// API: beta (-10), open spec (-20), no CEL (-10). RBAC: cluster-admin.
+			// Availability: 100 - 25 - 10 - 10 - 5 - 5 - 4×5 (no PDB asked of one
+			// replica). Observability: nothing. Maintenance: the tag v1 names no release
+			// (-10, -10).
+			scores: Scores{API: 60, RBAC: 0, Availability: 25, Observability: 0, Maintenance: 80, Total: 25}, grade: "F", replicas: 1,
 			failing: l("api.cel", "api.maturity", "api.schema",
-				"availability.image-digest", "availability.leader-election", "availability.limits", "availability.pdb", "availability.replicas", "availability.requests",
+				"availability.image-digest", "availability.leader-election", "availability.limits", "availability.replicas", "availability.requests",
+				"maintenance.image-tag", "maintenance.version",
 				"observability.liveness", "observability.metrics", "observability.readiness",
-				"rbac.bind", "rbac.escalate", "rbac.impersonate", "rbac.nodes", "rbac.pods-exec", "rbac.secrets-read", "rbac.secrets-write",
-				"rbac.wildcard-groups", "rbac.wildcard-resources", "rbac.wildcard-verbs",
+				"rbac.bind", "rbac.cluster-admin", "rbac.escalate", "rbac.impersonate", "rbac.nodes", "rbac.pods-exec", "rbac.role-bindings", "rbac.secrets-read", "rbac.secrets-write",
+				"rbac.wildcard-groups", "rbac.wildcard-resources", "rbac.wildcard-verbs", "rbac.workloads",
 				"security.no-privilege-escalation", "security.read-only-root-filesystem", "security.run-as-non-root", "security.seccomp"),
 		},
 	}
@@ -94,7 +99,7 @@ func TestAuditGradesOperators(t *testing.T) {
 		}
 		var failing []string
 		for _, f := range o.Findings {
-			if f.Result != Pass && !slices.Contains(failing, f.Check) {
+			if f.Result != Pass && f.Result != NotApplicable && !slices.Contains(failing, f.Check) {
 				failing = append(failing, f.Check)
 			}
 		}
@@ -159,6 +164,22 @@ func TestRender(t *testing.T) {
 	if len(back.Operators) != 2 || back.Operators[0].Grade == "" || len(back.Operators[0].Findings) == 0 {
 		t.Errorf("JSON output lost the operators: %+v", back.Operators)
 	}
+	// Every question answered, with its evidence.
+	for _, o := range back.Operators {
+		var ids []string
+		for _, a := range o.Checklist {
+			ids = append(ids, a.ID)
+			if a.Answer == "" || a.Summary == "" || a.Evidence == nil {
+				t.Errorf("%s: %q answered %q (%q) with evidence %q", o.Ref(), a.Question, a.Answer, a.Summary, a.Evidence)
+			}
+		}
+		if !slices.Equal(ids, l("api", "cluster-admin", "availability", "observability", "maintenance")) {
+			t.Errorf("%s: checklist %q", o.Ref(), ids)
+		}
+	}
+	if a := back.Operators[0].Checklist[1]; back.Operators[0].Name != "broad" || a.Answer != Yes || !slices.Contains(a.Evidence, `ClusterRole broad (ClusterRoleBinding broad) cluster-wide: * on * in "*"`) {
+		t.Errorf("JSON: the broad operator's cluster-admin answer: %+v", a)
+	}
 
 	var table bytes.Buffer
 	if err := Render(&table, r, "table"); err != nil {
@@ -166,7 +187,9 @@ func TestRender(t *testing.T) {
 	}
 	for _, want := range []string{
 		"OPERATOR", "Deployment broad-system/broad", "routes.example.org", "none found",
-		"Deployment careful-system/careful: grade B (80/100), ServiceAccount careful-system/careful, replicas 2",
+		"Deployment careful-system/careful: grade B (81/100), ServiceAccount careful-system/careful, replicas 2, version -",
+		"Does it need cluster-admin?", "Deployment broad-system/broad: grade F (25/100), ServiceAccount broad-system/broad, replicas 1, version -, CLUSTER-ADMIN",
+		"- ClusterRole broad (ClusterRoleBinding broad) cluster-wide: * on * in \"*\"",
 		"rbac.escalate", "api.maturity (careful.example.com)", "alpha only for Gadget, Widget",
 		"routes.example.org: API 100/100, no controller found (written by Deployment broad-system/broad (through a wildcard), Deployment careful-system/careful)",
 	} {
@@ -180,7 +203,8 @@ func TestRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| Deployment careful-system/careful | **B** | 80 |", "### Deployment broad-system/broad: grade F (19/100)",
+		"| Deployment careful-system/careful | **B** | 81 |", "### Deployment broad-system/broad: grade F (25/100)",
+		"| Does it need cluster-admin? | **yes** | cluster-admin: every verb on every resource of every API group: ClusterRole broad (ClusterRoleBinding broad) cluster-wide |",
 		"| fail | -20 | `rbac.escalate` |", "### routes.example.org: no controller found (API 100/100)",
 	} {
 		if !strings.Contains(md.String(), want) {
@@ -190,5 +214,51 @@ func TestRender(t *testing.T) {
 
 	if err := Render(&bytes.Buffer{}, r, "yaml"); err == nil {
 		t.Error("Render accepted an unknown format")
+	}
+}
+
+// Before, --group graded an operator on the groups shown only: one that controls a
+// stable group and an alpha one got a better grade when the alpha group was left out,
+// and nothing said the result was partial.
+func TestGroupFilterKeepsGrades(t *testing.T) {
+	s := &Snapshot{
+		CRDs: []apiextensionsv1.CustomResourceDefinition{
+			newCRD("stable.example.com", "Widget", "widgets").version("v1", true, specSchema(1)).build(),
+			newCRD("alpha.example.com", "Gadget", "gadgets").version("v1alpha1", true, specSchema(1)).build(),
+		},
+		Deployments: []appsv1.Deployment{newDeployment("ops", "op", "op", 2).hardened().build()},
+		ClusterRoles: []rbacv1.ClusterRole{clusterRole("op",
+			rule(l("stable.example.com"), l("widgets/status"), l("patch")), rule(l("alpha.example.com"), l("gadgets/status"), l("patch")))},
+		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{clusterBinding("op", "op", saSubject("ops", "op"))},
+	}
+	all := Audit(s, Options{})
+	only := Audit(s, Options{Groups: l("stable.example.com")})
+	if len(all.Operators) != 1 || len(only.Operators) != 1 {
+		t.Fatalf("operators %d and %d, want 1 and 1", len(all.Operators), len(only.Operators))
+	}
+	if a, o := all.Operators[0], only.Operators[0]; a.Scores != o.Scores || a.Grade != o.Grade || !slices.Equal(o.Groups, l("alpha.example.com", "stable.example.com")) {
+		t.Errorf("filtered %+v %s groups %q, unfiltered %+v %s: the grade must not depend on --group", o.Scores, o.Grade, o.Groups, a.Scores, a.Grade)
+	}
+	if len(only.Groups) != 1 || !slices.Equal(only.Filter, l("stable.example.com")) {
+		t.Errorf("filtered report: groups %d filter %q", len(only.Groups), only.Filter)
+	}
+	var table bytes.Buffer
+	if err := Render(&table, only, "table"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Only API groups stable.example.com (--group), and the operators that control them; each operator is graded on every group it controls"; !strings.Contains(table.String(), want) {
+		t.Errorf("table does not say it is partial:\n%s", table.String())
+	}
+}
+
+// Before, a mistyped --group printed empty tables and exited 0.
+func TestMissingGroups(t *testing.T) {
+	s := cluster()
+	if err := MissingGroups(s, l("careful.example.com", "routes.example.org")); err != nil {
+		t.Errorf("groups that exist: %v", err)
+	}
+	err := MissingGroups(s, l("careful.example.com", "carefull.example.com", "nothing.at.all"))
+	if err == nil || err.Error() != `--group: no CustomResourceDefinition in API group "carefull.example.com" (did you mean careful.example.com?), "nothing.at.all"` {
+		t.Errorf("err = %v", err)
 	}
 }

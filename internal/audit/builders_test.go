@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +46,13 @@ func openSpecSchema() *apiextensionsv1.CustomResourceValidation {
 	}}
 }
 
+// statusOnlySchema declares a status and no spec: a record the operator keeps.
+func statusOnlySchema() *apiextensionsv1.CustomResourceValidation {
+	return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"status": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"primary": {Type: "string"}}}},
+	}}
+}
+
 func (b *crdBuilder) version(name string, storage bool, schema *apiextensionsv1.CustomResourceValidation) *crdBuilder {
 	b.Spec.Versions = append(b.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
 		Name: name, Served: true, Storage: storage, Schema: schema,
@@ -70,6 +79,15 @@ func (b *crdBuilder) noStatus() *crdBuilder {
 
 func (b *crdBuilder) webhook() *crdBuilder {
 	b.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
+	return b
+}
+
+// labelled sets a label on the CRD.
+func labelled(b *crdBuilder, key, value string) *crdBuilder {
+	if b.Labels == nil {
+		b.Labels = map[string]string{}
+	}
+	b.Labels[key] = value
 	return b
 }
 
@@ -112,6 +130,11 @@ func (b *deploymentBuilder) hardened() *deploymentBuilder {
 }
 
 func (b *deploymentBuilder) build() appsv1.Deployment { return b.Deployment }
+
+// containerOf is the i-th container of a pod, running image.
+func containerOf(i int, image string) corev1.Container {
+	return corev1.Container{Name: fmt.Sprintf("c%d", i), Image: image}
+}
 
 func rule(groups, resources, verbs []string, names ...string) rbacv1.PolicyRule {
 	return rbacv1.PolicyRule{APIGroups: groups, Resources: resources, Verbs: verbs, ResourceNames: names}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,17 +16,23 @@ func TestGroupsFindTheirControllers(t *testing.T) {
 	widgets := newCRD(g, "Widget", "widgets").version("v1", true, specSchema(1))
 	statusWrite := rule(l(g), l("widgets/status"), l("get", "update", "patch"))
 	specWrite := rule(l(g), l("widgets"), l("get", "list", "watch", "create", "update", "patch"))
-	op := newDeployment("ops", "widget-operator", "widget-operator", 1).build()
 	cases := []struct {
 		name string
 		crd  *crdBuilder
+		op   appsv1.Deployment
 		s    Snapshot
 		// wantControllers and wantWriters are the group's, as reported.
 		wantControllers, wantWriters []string
+		// wantClusterAdmin: the workload is graded for holding cluster-admin, whether
+		// or not it controls the group.
+		wantClusterAdmin bool
+		// wantEvidence is a piece of the first evidence's permission and via.
+		wantEvidence string
 	}{{
 		name:            "status written through a ClusterRoleBinding",
 		s:               Snapshot{ClusterRoles: []rbacv1.ClusterRole{clusterRole("w", statusWrite, specWrite)}, ClusterRoleBindings: []rbacv1.ClusterRoleBinding{clusterBinding("w", "w", saSubject("ops", "widget-operator"))}},
 		wantControllers: l("Deployment ops/widget-operator"),
+		wantEvidence:    "update, patch on widgets/status by ClusterRole w (ClusterRoleBinding w) cluster-wide",
 	}, {
 		name: "a ClusterRole bound in one namespace by a RoleBinding without the subject's namespace",
 		s: Snapshot{ClusterRoles: []rbacv1.ClusterRole{clusterRole("w", statusWrite)},
@@ -53,10 +60,41 @@ func TestGroupsFindTheirControllers(t *testing.T) {
 		s:               Snapshot{ClusterRoles: []rbacv1.ClusterRole{clusterRole("w", specWrite)}, ClusterRoleBindings: []rbacv1.ClusterRoleBinding{clusterBinding("w", "w", saSubject("ops", "widget-operator"))}},
 		wantControllers: l("Deployment ops/widget-operator"),
 	}, {
-		name: "reaching the group only through apiGroups * says nothing of what it controls",
+		// Before, a kind without status beside one with status made only a writer.
+		name: "writing a kind without a status subresource controls it, though a sibling kind has a status",
+		crd:  newCRD(g, "Entry", "entries").version("v1", true, specSchema(1)).noStatus(),
+		s: Snapshot{
+			CRDs:                []apiextensionsv1.CustomResourceDefinition{widgets.build()},
+			ClusterRoles:        []rbacv1.ClusterRole{clusterRole("w", rule(l(g), l("entries"), l("create", "update")))},
+			ClusterRoleBindings: []rbacv1.ClusterRoleBinding{clusterBinding("w", "w", saSubject("ops", "widget-operator"))}},
+		wantControllers: l("Deployment ops/widget-operator"),
+		wantEvidence:    "create, update on entries (no status subresource)",
+	}, {
+		// Before, a cluster-admin controller was never graded.
+		name: "cluster-admin with nothing tying it to the group: a writer of the group, graded as an operator anyway",
 		s: Snapshot{ClusterRoles: []rbacv1.ClusterRole{clusterRole("all", rule(l("*"), l("*"), l("*")))},
 			ClusterRoleBindings: []rbacv1.ClusterRoleBinding{clusterBinding("all", "all", saSubject("ops", "widget-operator"))}},
-		wantWriters: l("Deployment ops/widget-operator (through a wildcard)"),
+		wantWriters:      l("Deployment ops/widget-operator (through a wildcard)"),
+		wantClusterAdmin: true,
+	}, {
+		name: "cluster-admin and a label shared with the group's CRD: its controller, through a wildcard",
+		crd:  labelled(newCRD(g, "Widget", "widgets").version("v1", true, specSchema(1)), "app.kubernetes.io/part-of", "widgets"),
+		op: func() appsv1.Deployment {
+			d := newDeployment("ops", "widget-operator", "widget-operator", 1).build()
+			d.Spec.Template.Labels["app.kubernetes.io/part-of"] = "widgets"
+			return d
+		}(),
+		s: Snapshot{ClusterRoles: []rbacv1.ClusterRole{clusterRole("all", rule(l("*"), l("*"), l("*")))},
+			ClusterRoleBindings: []rbacv1.ClusterRoleBinding{clusterBinding("all", "all", saSubject("ops", "widget-operator"))}},
+		wantControllers: l("Deployment ops/widget-operator"), wantClusterAdmin: true,
+		wantEvidence: "* on widgets/status by ClusterRole all (ClusterRoleBinding all) cluster-wide, tied by label app.kubernetes.io/part-of=widgets on CRD widgets.widgets.example.com and on the workload",
+	}, {
+		name: "status through apiGroups * without cluster-admin, and a namespace named after the group",
+		op:   newDeployment("widgets-system", "manager", "manager", 1).build(),
+		s: Snapshot{ClusterRoles: []rbacv1.ClusterRole{clusterRole("st", rule(l("*"), l("*/status"), l("patch")))},
+			ClusterRoleBindings: []rbacv1.ClusterRoleBinding{clusterBinding("st", "st", saSubject("widgets-system", "manager"))}},
+		wantControllers: l("Deployment widgets-system/manager"),
+		wantEvidence:    `"widgets", from its name or namespace, names the group`,
 	}, {
 		name: "rules limited by resourceNames are not a controller's",
 		s: Snapshot{ClusterRoles: []rbacv1.ClusterRole{clusterRole("w", rule(l(g), l("widgets/status"), l("update"), "one"))},
@@ -73,11 +111,20 @@ func TestGroupsFindTheirControllers(t *testing.T) {
 				crd = tc.crd
 			}
 			s := tc.s
-			s.CRDs = []apiextensionsv1.CustomResourceDefinition{crd.build()}
+			s.CRDs = append(s.CRDs, crd.build())
+			op := tc.op
+			if op.Name == "" {
+				op = newDeployment("ops", "widget-operator", "widget-operator", 1).build()
+			}
 			s.Deployments = []appsv1.Deployment{op}
 			r := Audit(&s, Options{})
 			if len(r.Groups) != 1 {
 				t.Fatalf("groups = %+v, want one", r.Groups)
+			}
+			if tc.wantEvidence != "" {
+				if ev := r.Groups[0].Evidence; len(ev) == 0 || !strings.Contains(ev[0].Permission+" by "+ev[0].Via+", tied by "+ev[0].Tie, tc.wantEvidence) {
+					t.Errorf("evidence %+v does not say %q", ev, tc.wantEvidence)
+				}
 			}
 			if got := r.Groups[0].Controllers; !slices.Equal(got, tc.wantControllers) && len(got)+len(tc.wantControllers) > 0 {
 				t.Errorf("controllers = %q, want %q", got, tc.wantControllers)
@@ -85,11 +132,21 @@ func TestGroupsFindTheirControllers(t *testing.T) {
 			if got := r.Groups[0].Writers; !slices.Equal(got, tc.wantWriters) && len(got)+len(tc.wantWriters) > 0 {
 				t.Errorf("writers = %q, want %q", got, tc.wantWriters)
 			}
-			if wantOps := len(tc.wantControllers); len(r.Operators) != wantOps {
-				t.Errorf("operators = %d, want %d", len(r.Operators), wantOps)
+			wantOps := len(tc.wantControllers)
+			if tc.wantClusterAdmin {
+				wantOps = 1
 			}
-			if len(tc.wantControllers) > 0 && !slices.Equal(ControllerNamespaces(&s), l("ops")) {
-				t.Errorf("ControllerNamespaces = %q, want [ops]", ControllerNamespaces(&s))
+			if len(r.Operators) != wantOps {
+				t.Fatalf("operators = %d, want %d", len(r.Operators), wantOps)
+			}
+			if wantOps == 1 {
+				o := r.Operators[0]
+				if o.ClusterAdmin != tc.wantClusterAdmin || !slices.Equal(o.Groups, map[bool][]string{true: l(g), false: l()}[len(tc.wantControllers) > 0]) {
+					t.Errorf("operator clusterAdmin %v groups %q, want %v and the group if it controls it", o.ClusterAdmin, o.Groups, tc.wantClusterAdmin)
+				}
+				if !slices.Equal(ControllerNamespaces(&s), l(op.Namespace)) {
+					t.Errorf("ControllerNamespaces = %q, want [%s]", ControllerNamespaces(&s), op.Namespace)
+				}
 			}
 		})
 	}

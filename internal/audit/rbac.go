@@ -40,15 +40,28 @@ func worst(ms []match) int {
 	return ms[0].penalty
 }
 
+// source names where one match comes from.
+func (m match) source() string {
+	s := m.g.via + " " + m.g.scope()
+	if m.limited {
+		s += " limited to " + namesText(m.g.rule.ResourceNames)
+	}
+	return s
+}
+
+// namesText lists resourceNames, the first five of a longer list.
+func namesText(names []string) string {
+	if len(names) > 5 {
+		return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	return strings.Join(names, ", ")
+}
+
 // sources names where the matches come from, the first three of them.
 func sources(ms []match) string {
 	seen := []string{}
 	for _, m := range ms {
-		s := m.g.via + " " + m.g.scope()
-		if m.limited {
-			s += " limited to " + strings.Join(m.g.rule.ResourceNames, ", ")
-		}
-		if !slices.Contains(seen, s) {
+		if s := m.source(); !slices.Contains(seen, s) {
 			seen = append(seen, s)
 		}
 	}
@@ -58,9 +71,39 @@ func sources(ms []match) string {
 	return strings.Join(seen, "; ")
 }
 
-func result(penalty int, ms []match) string {
+// ruleText writes a rule as RBAC reads: "create, patch on pods, deployments in
+// groups "", apps".
+func ruleText(r rbacv1.PolicyRule) string {
+	groups := make([]string, len(r.APIGroups))
+	for i, g := range r.APIGroups {
+		groups[i] = fmt.Sprintf("%q", g)
+	}
+	s := strings.Join(r.Verbs, ", ") + " on " + strings.Join(r.Resources, ", ") + " in " + strings.Join(groups, ", ")
+	if len(r.ResourceNames) > 0 {
+		s += " named " + namesText(r.ResourceNames)
+	}
+	return s
+}
+
+// evidenceOf lists each match's source and rule, the costliest first, at most five.
+func evidenceOf(ms []match) []string {
+	var out []string
+	for _, m := range ms {
+		e := m.source() + ": " + ruleText(m.g.rule)
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+		if len(out) == 5 {
+			break
+		}
+	}
+	return out
+}
+
+// resultFor is the result a penalty gives: fail from 10, warn below, pass at 0.
+func resultFor(penalty int) string {
 	switch {
-	case len(ms) == 0 || penalty == 0:
+	case penalty == 0:
 		return Pass
 	case penalty < 10:
 		return Warn
@@ -68,19 +111,88 @@ func result(penalty int, ms []match) string {
 	return Fail
 }
 
+// isClusterAdminGrant reports whether a grant is cluster-admin: every verb on every
+// resource of every API group, cluster-wide.
+func isClusterAdminGrant(g grant) bool {
+	r := g.rule
+	return g.namespace == "" && len(r.ResourceNames) == 0 && slices.Contains(r.Verbs, rbacv1.VerbAll) &&
+		slices.Contains(r.Resources, rbacv1.ResourceAll) && slices.Contains(r.APIGroups, rbacv1.APIGroupAll)
+}
+
+// workloadResources are the kinds whose writing runs code: a pod may run as any
+// ServiceAccount of its namespace, and so may the pods of a workload's template
+// (writing a template is as good as creating the pod). Patching a pod changes its
+// image; ephemeral containers add one.
+var workloadResources = []struct{ group, resource string }{
+	{"", "pods"}, {"", "pods/ephemeralcontainers"}, {"", "replicationcontrollers"},
+	{"apps", "deployments"}, {"apps", "statefulsets"}, {"apps", "daemonsets"}, {"apps", "replicasets"},
+	{"batch", "jobs"}, {"batch", "cronjobs"},
+}
+
+// workloadWrites names the workload resources a rule may create or change.
+func workloadWrites(r rbacv1.PolicyRule) []string {
+	var out []string
+	for _, wr := range workloadResources {
+		verbs := []string{"create", "update", "patch"}
+		if wr.resource == "pods/ephemeralcontainers" {
+			verbs = []string{"update", "patch"}
+		}
+		if allows(r, wr.group, wr.resource, verbs...) {
+			out = append(out, wr.resource)
+		}
+	}
+	return out
+}
+
+// reach says what a rule with a wildcard lets its holder do that matters for an
+// adoption review: the dangers it really reaches, rather than every verb's name.
+func reach(r rbacv1.PolicyRule) string {
+	var out []string
+	if w := workloadWrites(r); len(w) > 0 {
+		out = append(out, "writes "+strings.Join(w, ", ")+" (runs code as any ServiceAccount of the namespace)")
+	}
+	if allows(r, "", "secrets", readVerbs...) {
+		out = append(out, "reads Secrets")
+	}
+	for _, v := range []string{"escalate", "bind"} {
+		if allows(r, rbacv1.GroupName, "clusterroles", v) || allows(r, rbacv1.GroupName, "roles", v) {
+			out = append(out, v+" on roles")
+		}
+	}
+	if allows(r, rbacv1.GroupName, "clusterrolebindings", "create", "update", "patch") {
+		out = append(out, "writes ClusterRoleBindings")
+	}
+	if allows(r, "", "users", "impersonate") || allows(r, "", "serviceaccounts", "impersonate") || allows(r, "", "groups", "impersonate") {
+		out = append(out, "impersonate")
+	}
+	if allows(r, "", "pods/exec", "create") {
+		out = append(out, "pods/exec")
+	}
+	if allows(r, "", "nodes/proxy", "get", "create") {
+		out = append(out, "nodes/proxy")
+	}
+	if allows(r, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "create", "update", "patch") {
+		out = append(out, "writes admission webhooks (sees and changes every write)")
+	}
+	if len(out) == 0 {
+		return "reaches " + ruleText(r) + ", including what is added to them later; none of the dangers checked below"
+	}
+	return "reaches: " + strings.Join(out, "; ")
+}
+
 // rbacFindings grades the breadth of a workload's RBAC; own are the API groups it
 // controls, where a wildcard costs less (it reaches only the operator's own kinds).
 func rbacFindings(w workload, own []string) []Finding {
 	f := func(check string, ms []match, passMsg, failMsg string) Finding {
 		p := worst(ms)
-		r := result(p, ms)
+		r := resultFor(p)
 		msg := passMsg
 		if r != Pass {
 			msg = failMsg + ": " + sources(ms)
 		} else if len(ms) > 0 {
 			msg = passMsg + ": " + sources(ms)
 		}
-		return Finding{Category: CategoryRBAC, Check: check, Result: r, Penalty: p, Message: msg}
+		return Finding{Category: CategoryRBAC, Check: check, Result: r, Penalty: p, Message: msg, Evidence: evidenceOf(ms)}
 	}
 	onlyOwn := func(r rbacv1.PolicyRule) bool {
 		return !slices.Contains(r.APIGroups, "*") && len(r.APIGroups) > 0 &&
@@ -96,6 +208,18 @@ func rbacFindings(w workload, own []string) []Finding {
 			}
 			return full, true
 		}
+	}
+	// wildcardFinding is a wildcard check whose message says what the worst rule
+	// really reaches.
+	wildcardFinding := func(check, what string, ms []match) Finding {
+		fd := f(check, ms, "no wildcard "+what, "wildcard "+what)
+		if fd.Result != Pass {
+			fd.Message = fmt.Sprintf("wildcard %s (\"*\") in %s: %s", what, ms[0].source(), reach(ms[0].g.rule))
+			if n := len(ms) - 1; n > 0 {
+				fd.Message += fmt.Sprintf(" (and %d more rules)", n)
+			}
+		}
+		return fd
 	}
 	// clusterWide keeps only grants without resourceNames that apply everywhere: a
 	// namespaced or name-limited grant is reported, not penalized.
@@ -128,17 +252,65 @@ func rbacFindings(w workload, own []string) []Finding {
 		}
 	}
 	grants := w.grants
+
+	adminMs := matches(grants, func(g grant) (int, bool) {
+		if !isClusterAdminGrant(g) {
+			return 0, false
+		}
+		return 100, true
+	})
+	what := "every verb on every resource of every API group"
+	if slices.ContainsFunc(grants, func(g grant) bool { return g.namespace == "" && slices.Contains(g.rule.NonResourceURLs, "*") }) {
+		what += " and every non-resource URL"
+	}
+	admin := f("rbac.cluster-admin", adminMs, "not cluster-admin", "cluster-admin: "+what)
+
+	workloadsMs := matches(grants, clusterWide(40, func(r rbacv1.PolicyRule) bool { return len(workloadWrites(r)) > 0 }))
+	workloadsF := f("rbac.workloads", workloadsMs, "does not create or change pods or workloads in every namespace",
+		"creates or changes pods or workloads in every namespace: it may run code as any ServiceAccount, kube-system's too, which is cluster-admin in effect")
+	if workloadsF.Result != Pass {
+		var what []string
+		for _, m := range workloadsMs {
+			if m.penalty > 0 {
+				for _, res := range workloadWrites(m.g.rule) {
+					if !slices.Contains(what, res) {
+						what = append(what, res)
+					}
+				}
+			}
+		}
+		workloadsF.Message = fmt.Sprintf("writes %s in every namespace: it may run code as any ServiceAccount, kube-system's too (cluster-admin in effect): %s",
+			strings.Join(what, ", "), sources(workloadsMs))
+	} else if len(workloadsMs) > 0 {
+		workloadsF.Message = "writes pods or workloads only where a RoleBinding lets it: " + sources(workloadsMs)
+	}
+
+	bindingsMs := matches(grants, func(g grant) (int, bool) {
+		crb := allows(g.rule, rbacv1.GroupName, "clusterrolebindings", "create", "update", "patch")
+		rb := allows(g.rule, rbacv1.GroupName, "rolebindings", "create", "update", "patch")
+		switch {
+		case !crb && !rb:
+			return 0, false
+		case g.namespace != "" || len(g.rule.ResourceNames) > 0:
+			return 0, true
+		case crb:
+			return 10, true
+		}
+		return 5, true
+	})
+
 	return []Finding{
-		f("rbac.wildcard-verbs", matches(grants, wildcard(func(r rbacv1.PolicyRule) []string { return r.Verbs }, 20)),
-			"no wildcard verbs", "wildcard verbs (\"*\": every verb, including escalate, bind and impersonate where they apply)"),
-		f("rbac.wildcard-resources", matches(grants, wildcard(func(r rbacv1.PolicyRule) []string { return r.Resources }, 20)),
-			"no wildcard resources", "wildcard resources (\"*\": every resource and subresource of the groups, including ones added later)"),
-		f("rbac.wildcard-groups", matches(grants, wildcard(func(r rbacv1.PolicyRule) []string { return r.APIGroups }, 15)),
-			"no wildcard API groups", "wildcard API groups (\"*\": every group, including ones installed later)"),
+		admin,
+		workloadsF,
+		wildcardFinding("rbac.wildcard-verbs", "verbs", matches(grants, wildcard(func(r rbacv1.PolicyRule) []string { return r.Verbs }, 20))),
+		wildcardFinding("rbac.wildcard-resources", "resources", matches(grants, wildcard(func(r rbacv1.PolicyRule) []string { return r.Resources }, 20))),
+		wildcardFinding("rbac.wildcard-groups", "API groups", matches(grants, wildcard(func(r rbacv1.PolicyRule) []string { return r.APIGroups }, 15))),
 		f("rbac.secrets-read", matches(grants, clusterWide(15, func(r rbacv1.PolicyRule) bool { return allows(r, "", "secrets", readVerbs...) })),
 			"no cluster-wide read of Secrets", "reads every Secret in the cluster"),
 		f("rbac.secrets-write", matches(grants, clusterWide(10, func(r rbacv1.PolicyRule) bool { return allows(r, "", "secrets", writeVerbs...) })),
 			"no cluster-wide write of Secrets", "writes Secrets in every namespace"),
+		f("rbac.role-bindings", bindingsMs, "does not write ClusterRoleBindings, nor RoleBindings in every namespace",
+			"writes ClusterRoleBindings or RoleBindings in every namespace: it may give any account the permissions it holds (the API server's escalation check limits it to those, unless it has bind)"),
 		f("rbac.escalate", matches(grants, byNames(20, 5, onRoles("escalate"))),
 			"no escalate on Roles or ClusterRoles", "escalate on Roles or ClusterRoles (may grant permissions it does not hold)"),
 		f("rbac.bind", matches(grants, byNames(20, 5, onRoles("bind"))),

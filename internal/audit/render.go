@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -12,8 +13,8 @@ import (
 var Formats = []string{"table", "json", "markdown"}
 
 // Render writes the report as a table, JSON or Markdown. The table and Markdown list
-// every finding that costs points, with its reason; JSON has every check, passed ones
-// too.
+// each operator's checklist answers with their evidence, and every finding that does
+// not pass, with its reason; JSON has every check, passed ones too.
 func Render(w io.Writer, r Report, format string) error {
 	switch format {
 	case "json":
@@ -28,18 +29,48 @@ func Render(w io.Writer, r Report, format string) error {
 	return fmt.Errorf("unknown output format %q: one of %s", format, strings.Join(Formats, ", "))
 }
 
+// controllersText names a group's controllers, marking those found through a wildcard.
 func controllersText(g Group) string {
 	if len(g.Controllers) == 0 {
 		return "none found"
 	}
-	return strings.Join(g.Controllers, ", ")
+	var out []string
+	for _, c := range g.Controllers {
+		for _, e := range g.Evidence {
+			if e.Workload == c && e.Role == RoleController && e.Wildcard {
+				c += " (through a wildcard)"
+				break
+			}
+		}
+		out = append(out, c)
+	}
+	return strings.Join(out, ", ")
 }
 
-// problems are the findings that cost points.
+// maturityText is a group's maturity, or the mix of its user-written kinds'.
+func maturityText(g Group) string {
+	counts := map[string]int{}
+	kinds := gradedKinds(g.CRDs)
+	for _, c := range kinds {
+		counts[c.Maturity]++
+	}
+	var parts []string
+	for _, m := range []string{Stable, Beta, Alpha, Other} {
+		if counts[m] == len(kinds) {
+			return m
+		}
+		if counts[m] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[m], m))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// problems are the findings that cost points or could not be decided.
 func problems(fs []Finding) []Finding {
 	var out []Finding
 	for _, f := range fs {
-		if f.Result != Pass {
+		if f.Result != Pass && f.Result != NotApplicable {
 			out = append(out, f)
 		}
 	}
@@ -53,26 +84,100 @@ func checkName(f Finding) string {
 	return f.Check
 }
 
+func scoreText(o Operator, category string, score int) string {
+	for _, c := range o.Ungraded {
+		if c == category {
+			return "-"
+		}
+	}
+	return strconv.Itoa(score)
+}
+
+func groupsText(o Operator, sep string) string {
+	if len(o.Groups) == 0 {
+		return "(none tied to it; cluster-admin)"
+	}
+	return strings.Join(o.Groups, sep)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func headline(o Operator) string {
+	s := fmt.Sprintf("%s: grade %s (%d/100), ServiceAccount %s, replicas %d, version %s", o.Ref(), o.Grade, o.Scores.Total, o.ServiceAccount, o.Replicas, orDash(o.Version))
+	if o.ClusterAdmin {
+		s += ", CLUSTER-ADMIN"
+	}
+	if len(o.Ungraded) > 0 {
+		s += fmt.Sprintf(" (not graded: %s)", strings.Join(o.Ungraded, ", "))
+	}
+	if len(o.Unknown) > 0 {
+		s += fmt.Sprintf(" (partial: unknown %s)", strings.Join(o.Unknown, ", "))
+	}
+	return s
+}
+
+func filterNote(r Report) string {
+	if len(r.Filter) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Only API groups %s (--group), and the operators that control them; each operator is graded on every group it controls, shown or not.\n",
+		strings.Join(r.Filter, ", "))
+}
+
+func statsNote(r Report) string {
+	s := fmt.Sprintf("Audited %d CRDs and %d workloads", r.Stats.CRDs, r.Stats.Workloads)
+	if r.Stats.Seconds > 0 {
+		s += fmt.Sprintf(" in %.2f s", r.Stats.Seconds)
+	}
+	return s + ".\n"
+}
+
+// maxTableEvidence bounds the evidence lines under each answer in the table; JSON
+// and Markdown have them all.
+const maxTableEvidence = 4
+
 func renderTable(out io.Writer, r Report) error {
+	if n := filterNote(r); n != "" {
+		fmt.Fprintln(out, n)
+	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "OPERATOR\tGRADE\tSCORE\tAPI\tRBAC\tAVAILABILITY\tOBSERVABILITY\tGROUPS")
+	fmt.Fprintln(w, "OPERATOR\tGRADE\tSCORE\tAPI\tRBAC\tAVAILABILITY\tOBSERVABILITY\tMAINTENANCE\tVERSION\tGROUPS")
 	for _, o := range r.Operators {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", o.Ref(), o.Grade, o.Scores.Total, o.Scores.API, o.Scores.RBAC,
-			o.Scores.Availability, o.Scores.Observability, strings.Join(o.Groups, ","))
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", o.Ref(), o.Grade, o.Scores.Total, scoreText(o, CategoryAPI, o.Scores.API), o.Scores.RBAC,
+			o.Scores.Availability, o.Scores.Observability, o.Scores.Maintenance, orDash(o.Version), groupsText(o, ","))
 	}
 	if len(r.Operators) == 0 {
-		fmt.Fprintln(w, "(no workload found controlling an API group of CRDs)")
+		fmt.Fprintln(w, "(no workload found controlling an API group of CRDs, or holding cluster-admin)")
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "API GROUP\tKINDS\tMATURITY\tAPI\tCONTROLLER")
 	for _, g := range r.Groups {
-		fmt.Fprintf(w, "%s\t%d\t%s\t%d\t%s\n", g.Group, len(g.CRDs), g.Maturity, g.APIScore, controllersText(g))
+		fmt.Fprintf(w, "%s\t%d\t%s\t%d\t%s\n", g.Group, len(g.CRDs), maturityText(g), g.APIScore, controllersText(g))
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	for _, o := range r.Operators {
-		fmt.Fprintf(out, "\n%s: grade %s (%d/100), ServiceAccount %s, replicas %d\n", o.Ref(), o.Grade, o.Scores.Total, o.ServiceAccount, o.Replicas)
+		fmt.Fprintf(out, "\n%s\n", headline(o))
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, a := range o.Checklist {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", a.Question, a.Answer, a.Summary)
+			for i, e := range a.Evidence {
+				if i == maxTableEvidence {
+					fmt.Fprintf(tw, "  \t\t  ... and %d more (-o json)\n", len(a.Evidence)-i)
+					break
+				}
+				fmt.Fprintf(tw, "  \t\t  - %s\n", e)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 		if err := findingsTable(out, o.Findings); err != nil {
 			return err
 		}
@@ -90,63 +195,93 @@ func renderTable(out io.Writer, r Report) error {
 			return err
 		}
 	}
+	if len(r.Unread) > 0 {
+		fmt.Fprintln(out, "\nCould not read (the checks that needed these are unknown; the grades rest on the others):")
+		for _, u := range r.Unread {
+			fmt.Fprintf(out, "  %s: %s\n", u.Permission(), u.Error)
+		}
+	}
+	fmt.Fprint(out, "\n"+statsNote(r))
 	return nil
 }
 
 func findingsTable(out io.Writer, fs []Finding) error {
 	ps := problems(fs)
 	if len(ps) == 0 {
-		fmt.Fprintf(out, "  all %d checks passed\n", len(fs))
+		fmt.Fprintf(out, "  all %d checks passed or do not apply\n", len(fs))
 		return nil
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	for _, f := range ps {
 		fmt.Fprintf(w, "  %s\t-%d\t%s\t%s\n", f.Result, f.Penalty, checkName(f), f.Message)
 	}
-	fmt.Fprintf(w, "  (%d other checks passed)\n", len(fs)-len(ps))
+	fmt.Fprintf(w, "  (%d other checks passed or do not apply)\n", len(fs)-len(ps))
 	return w.Flush()
 }
 
-// mdEscape keeps a cell's text from ending the cell.
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+// mdEscape keeps a cell's text from ending the cell or the row.
+func mdEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ")
+}
 
 func renderMarkdown(w io.Writer, r Report) error {
 	var b strings.Builder
-	b.WriteString("# Operator audit\n\n## Operators\n\n")
+	b.WriteString("# Operator audit\n\n")
+	if n := filterNote(r); n != "" {
+		b.WriteString(n + "\n")
+	}
+	b.WriteString("## Operators\n\n")
 	if len(r.Operators) == 0 {
-		b.WriteString("No workload found controlling an API group of CRDs.\n")
+		b.WriteString("No workload found controlling an API group of CRDs, or holding cluster-admin.\n")
 	} else {
-		b.WriteString("| operator | grade | score | API | RBAC | availability | observability | groups |\n|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| operator | grade | score | API | RBAC | availability | observability | maintenance | version | groups |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, o := range r.Operators {
-			fmt.Fprintf(&b, "| %s | **%s** | %d | %d | %d | %d | %d | %s |\n", mdEscape(o.Ref()), o.Grade, o.Scores.Total, o.Scores.API, o.Scores.RBAC,
-				o.Scores.Availability, o.Scores.Observability, mdEscape(strings.Join(o.Groups, ", ")))
+			fmt.Fprintf(&b, "| %s | **%s** | %d | %s | %d | %d | %d | %d | %s | %s |\n", mdEscape(o.Ref()), o.Grade, o.Scores.Total, scoreText(o, CategoryAPI, o.Scores.API),
+				o.Scores.RBAC, o.Scores.Availability, o.Scores.Observability, o.Scores.Maintenance, mdEscape(orDash(o.Version)), mdEscape(groupsText(o, ", ")))
 		}
 	}
 	b.WriteString("\n## API groups\n\n| group | kinds | maturity | API | controller |\n|---|---|---|---|---|\n")
 	for _, g := range r.Groups {
-		fmt.Fprintf(&b, "| %s | %d | %s | %d | %s |\n", g.Group, len(g.CRDs), g.Maturity, g.APIScore, mdEscape(controllersText(g)))
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %s |\n", g.Group, len(g.CRDs), maturityText(g), g.APIScore, mdEscape(controllersText(g)))
 	}
-	section := func(title string, fs []Finding) {
-		fmt.Fprintf(&b, "\n### %s\n\n", title)
+	findings := func(fs []Finding) {
 		ps := problems(fs)
 		if len(ps) == 0 {
-			fmt.Fprintf(&b, "All %d checks passed.\n", len(fs))
+			fmt.Fprintf(&b, "All %d checks passed or do not apply.\n", len(fs))
 			return
 		}
 		b.WriteString("| result | penalty | check | reason |\n|---|---|---|---|\n")
 		for _, f := range ps {
 			fmt.Fprintf(&b, "| %s | -%d | `%s` | %s |\n", f.Result, f.Penalty, mdEscape(checkName(f)), mdEscape(f.Message))
 		}
-		fmt.Fprintf(&b, "\n%d other checks passed.\n", len(fs)-len(ps))
+		fmt.Fprintf(&b, "\n%d other checks passed or do not apply.\n", len(fs)-len(ps))
 	}
 	for _, o := range r.Operators {
-		section(fmt.Sprintf("%s: grade %s (%d/100)", o.Ref(), o.Grade, o.Scores.Total), o.Findings)
+		fmt.Fprintf(&b, "\n### %s\n\n", mdEscape(headline(o)))
+		b.WriteString("| question | answer | why | evidence |\n|---|---|---|---|\n")
+		for _, a := range o.Checklist {
+			ev := make([]string, len(a.Evidence))
+			for i, e := range a.Evidence {
+				ev[i] = mdEscape(e)
+			}
+			fmt.Fprintf(&b, "| %s | **%s** | %s | %s |\n", a.Question, a.Answer, mdEscape(a.Summary), strings.Join(ev, "<br>"))
+		}
+		b.WriteString("\n")
+		findings(o.Findings)
 	}
 	for _, g := range r.Groups {
 		if len(g.Controllers) == 0 {
-			section(fmt.Sprintf("%s: no controller found (API %d/100)", g.Group, g.APIScore), g.Findings)
+			fmt.Fprintf(&b, "\n### %s: no controller found (API %d/100)\n\n", g.Group, g.APIScore)
+			findings(g.Findings)
 		}
 	}
+	if len(r.Unread) > 0 {
+		b.WriteString("\n## Could not read\n\nThe checks that needed these are unknown; the grades rest on the others.\n\n")
+		for _, u := range r.Unread {
+			fmt.Fprintf(&b, "- %s: %s\n", mdEscape(u.Permission()), mdEscape(u.Error))
+		}
+	}
+	b.WriteString("\n" + statsNote(r))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
