@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"orderly.dev/orderly/internal/admission"
-	"orderly.dev/orderly/internal/database"
 )
 
 // Controller is one of Orderly's controllers as the manager runs it. Every controller
@@ -34,9 +33,13 @@ type Deps struct {
 	Options controller.Options
 	// Clock is the time every controller reads; tests inject a fake one.
 	Clock clock.PassiveClock
-	// Databases connects the data controllers to database servers. The manager makes
-	// one, shared by the controllers, and closes it when it stops.
-	Databases database.Connector
+	// Databases connects the data controllers to database servers: a
+	// database.Connector, which the manager makes, shares between the controllers and
+	// closes when it stops; nil when the manager has none. The kit holds it without
+	// its type so that the kit does not depend on the database layer, which depends on
+	// the kit; the controllers read it with database.ConnectorOf, which says so at
+	// set-up when it holds something else.
+	Databases any
 	// Admission is how admission-enforcing controllers mutate, and reach Orderly's
 	// webhook server.
 	Admission admission.Config

@@ -89,8 +89,12 @@ const Workers = 4
 
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+	databases, err := database.ConnectorOf(deps)
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-backupverification"),
-		Clock: deps.ClockOrReal(), Namespace: deps.Namespace, Databases: deps.Databases}
+		Clock: deps.ClockOrReal(), Namespace: deps.Namespace, Databases: databases}
 	return r.SetupWithManager(mgr, deps.Options)
 }
 

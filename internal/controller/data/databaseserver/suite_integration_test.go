@@ -42,8 +42,12 @@ const recheck = 200 * time.Millisecond
 func withRecheckEvery(interval time.Duration) kit.Controller {
 	c := Controller
 	c.Setup = func(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+		connector, err := database.ConnectorOf(deps)
+		if err != nil {
+			return err
+		}
 		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-databaseserver"),
-			Connector: deps.Databases, Clock: deps.ClockOrReal(), Namespace: deps.Namespace, RecheckReachable: interval, RecheckUnreachable: interval}
+			Connector: connector, Clock: deps.ClockOrReal(), Namespace: deps.Namespace, RecheckReachable: interval, RecheckUnreachable: interval}
 		return r.SetupWithManager(ctx, mgr, deps.Options)
 	}
 	return c

@@ -80,8 +80,12 @@ var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
 
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+	connector, err := database.ConnectorOf(deps)
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-devdatabase"),
-		Connector: deps.Databases, Clock: deps.ClockOrReal(), Namespace: deps.Namespace}
+		Connector: connector, Clock: deps.ClockOrReal(), Namespace: deps.Namespace}
 	return r.SetupWithManager(ctx, mgr, deps.Options)
 }
 

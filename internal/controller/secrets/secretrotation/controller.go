@@ -75,8 +75,12 @@ var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup}
 
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+	databases, err := database.ConnectorOf(deps)
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-secretrotation"),
-		Clock: deps.ClockOrReal(), MinInterval: MinInterval, Poll: DefaultPoll, Namespace: deps.Namespace, Databases: deps.Databases}
+		Clock: deps.ClockOrReal(), MinInterval: MinInterval, Poll: DefaultPoll, Namespace: deps.Namespace, Databases: databases}
 	return r.SetupWithManager(mgr, deps.Options)
 }
 
