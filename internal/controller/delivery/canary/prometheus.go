@@ -152,6 +152,9 @@ func (p *promServer) do(req *http.Request, out any) error {
 	}
 	if envelope.Status != "success" {
 		msg := kit.Truncate(envelope.Error, 300)
+		if msg == "" {
+			msg = fmt.Sprintf("Prometheus answered status %q without saying why", kit.Truncate(envelope.Status, 40))
+		}
 		if resp.StatusCode == http.StatusBadRequest && envelope.ErrorType == "bad_data" {
 			return &QueryError{msg: msg}
 		}

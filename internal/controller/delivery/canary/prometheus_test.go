@@ -39,6 +39,9 @@ func TestPrometheusProtocol(t *testing.T) {
 		case q == "down":
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte(`{"status":"error","errorType":"unavailable","error":"shutting down"}`))
+		case q == "silent":
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"status":"error","errorType":"bad_data"}`))
 		case q == "html":
 			_, _ = w.Write([]byte(`<html>proxy error</html>`))
 		case q == "slow":
@@ -68,6 +71,11 @@ func TestPrometheusProtocol(t *testing.T) {
 	var pe *ProviderError
 	if _, err := p.QueryRange(ctx, "down", t0, t0.Add(time.Minute), time.Second); !errors.As(err, &pe) {
 		t.Fatalf("503: %v", err)
+	}
+	// A refusal without a message was a QueryError with an empty one (found by
+	// FuzzPrometheusAnswer): the Canary's condition said nothing.
+	if _, err := p.QueryRange(ctx, "silent", t0, t0.Add(time.Minute), time.Second); !errors.As(err, &qe) || !strings.Contains(err.Error(), "without saying why") {
+		t.Fatalf("a refusal without a message: %v", err)
 	}
 	if _, err := p.QueryRange(ctx, "html", t0, t0.Add(time.Minute), time.Second); !errors.As(err, &pe) || strings.Contains(err.Error(), "proxy error") {
 		t.Fatalf("a non-Prometheus answer: %v (its body must not be repeated)", err)
