@@ -1,4 +1,4 @@
-package testimages
+package images
 
 import (
 	"cmp"
