@@ -77,11 +77,12 @@ const (
 type tie struct {
 	level evidence
 	// controls is set when the rule grants what a controller needs (status, or the
-	// kind itself when it has no status), whether or not it names the group.
-	controls   bool
-	kind       string
-	permission string
-	via        string
+	// kind itself when it has no status), whether or not it names the group; status
+	// when that is the kind's status.
+	controls, status bool
+	kind             string
+	permission       string
+	via              string
 }
 
 func hasStatusSubresource(crd *apiextensionsv1.CustomResourceDefinition) bool {
@@ -121,7 +122,7 @@ func kindTie(grants []grant, crd *apiextensionsv1.CustomResourceDefinition) tie 
 		var t tie
 		switch {
 		case status && allows(r, group, plural+"/status", "update", "patch"):
-			t = tie{level: controlsKind, controls: true, permission: grantedVerbs(r.Verbs, "update", "patch") + " on " + plural + "/status"}
+			t = tie{level: controlsKind, controls: true, status: true, permission: grantedVerbs(r.Verbs, "update", "patch") + " on " + plural + "/status"}
 		case !status && allows(r, group, plural, writeVerbs...):
 			t = tie{level: controlsKind, controls: true, permission: grantedVerbs(r.Verbs, writeVerbs...) + " on " + plural + " (no status subresource)"}
 		case allows(r, group, plural, writeVerbs...):
@@ -189,12 +190,13 @@ func grantsByGroup(w workload) map[string][]grant {
 	return out
 }
 
-// discover decides, for every group of CRDs, which workloads control it (per kind:
-// its status, or the kind itself where it has no status subresource) and which only
-// write it. A workload that reaches a group nobody else controls only through
-// apiGroups "*" is its controller when something else ties it to the group
-// (wildcardTie); otherwise it is listed as a writer. The caller's Services must
-// include the candidates' namespaces for the conversion-webhook tie to be seen.
+// discover decides, for every group of CRDs, which workloads control it and which
+// only write it, per kind: the controller of a kind writes its status, or, for a kind
+// without a status subresource, the kind itself (with the conditions below). A
+// workload that reaches a group nobody else controls only through apiGroups "*" is
+// its controller when something ties it to the group (projectTie); otherwise it is
+// listed as a writer. The caller's Services must include the candidates' namespaces
+// for the conversion-webhook tie to be seen.
 func discover(s *Snapshot) *discovery {
 	idx := newRBACIndex(s)
 	d := &discovery{s: s, ws: workloads(s, idx), controllers: map[string][]string{}, writers: map[string][]string{},
@@ -232,41 +234,76 @@ func discover(s *Snapshot) *discovery {
 				all = append(all, wt)
 			}
 		}
-		named := slices.ContainsFunc(all, func(wt wTies) bool { return wt.best == controlsKind })
-		for _, wt := range all {
+		groupHasStatus := slices.ContainsFunc(crds, func(c apiextensionsv1.CustomResourceDefinition) bool { return hasStatusSubresource(&c) })
+		control := func(wt wTies, why string) {
 			w := d.ws[wt.i]
-			switch {
-			case wt.best == controlsKind:
-				d.controllers[g] = append(d.controllers[g], w.ref())
-				d.own[wt.i] = append(d.own[wt.i], g)
-				for _, t := range wt.ties {
-					if t.level == controlsKind {
-						d.evidence[g] = append(d.evidence[g], Control{Workload: w.ref(), Role: RoleController, Kind: t.kind, Permission: t.permission, Via: t.via})
-						d.kindControllers[kindCRDName(crds, t.kind)] = append(d.kindControllers[kindCRDName(crds, t.kind)], w.ref())
-					}
+			d.controllers[g] = append(d.controllers[g], w.ref())
+			d.own[wt.i] = append(d.own[wt.i], g)
+			for _, t := range wt.ties {
+				if t.controls {
+					d.evidence[g] = append(d.evidence[g], Control{Workload: w.ref(), Role: RoleController, Kind: t.kind, Permission: t.permission, Via: t.via,
+						Wildcard: t.level == throughWildcard, Tie: why})
+					name := kindCRDName(crds, t.kind)
+					d.kindControllers[name] = append(d.kindControllers[name], w.ref())
 				}
-			case wt.best == throughWildcard && !named && slices.ContainsFunc(wt.ties, func(t tie) bool { return t.controls }):
+			}
+		}
+		write := func(wt wTies, wildcard bool) {
+			w := d.ws[wt.i]
+			ref := w.ref()
+			if wildcard {
+				ref += " (through a wildcard)"
+			}
+			d.writers[g] = append(d.writers[g], ref)
+			d.evidence[g] = append(d.evidence[g], writerControl(w, wt.ties, wildcard))
+		}
+		has := func(wt wTies, f func(t tie) bool) bool { return slices.ContainsFunc(wt.ties, f) }
+		// First the rules that name the group. Its status makes a controller. Writing a
+		// kind without a status does when no kind of the group has one, when the
+		// workload may also write a sibling's status (through "*"), or when something
+		// ties it to the group; otherwise it is a client (CloudNativePG creates the
+		// Prometheus Operator's PodMonitors).
+		decided := make([]bool, len(all))
+		named := false
+		for k, wt := range all {
+			namedStatus := has(wt, func(t tie) bool { return t.level == controlsKind && t.status })
+			namedStatusless := has(wt, func(t tie) bool { return t.level == controlsKind && !t.status })
+			wildStatus := has(wt, func(t tie) bool { return t.level == throughWildcard && t.status })
+			switch {
+			case namedStatus, namedStatusless && (!groupHasStatus || wildStatus):
+				control(wt, "")
+			case namedStatusless:
 				d.candidates[wt.i] = true
-				why := wildcardTie(w, g, crds, s)
+				why := projectTie(d.ws[wt.i], g, crds, s)
 				if why == "" {
-					d.writers[g] = append(d.writers[g], w.ref()+" (through a wildcard)")
-					d.evidence[g] = append(d.evidence[g], writerControl(w, wt.ties, true))
+					write(wt, false)
+					decided[k] = true
 					continue
 				}
-				d.controllers[g] = append(d.controllers[g], w.ref())
-				d.own[wt.i] = append(d.own[wt.i], g)
-				for _, t := range wt.ties {
-					if t.controls {
-						d.evidence[g] = append(d.evidence[g], Control{Workload: w.ref(), Role: RoleController, Kind: t.kind, Permission: t.permission, Via: t.via, Wildcard: true, Tie: why})
-						d.kindControllers[kindCRDName(crds, t.kind)] = append(d.kindControllers[kindCRDName(crds, t.kind)], w.ref())
-					}
+				control(wt, why)
+			default:
+				continue
+			}
+			decided[k], named = true, true
+		}
+		// Then the workloads that reach the group only through apiGroups "*": the
+		// controller of a group nobody else controls when something ties them to it.
+		for k, wt := range all {
+			if decided[k] {
+				continue
+			}
+			switch {
+			case wt.best == throughWildcard && !named && has(wt, func(t tie) bool { return t.controls }):
+				d.candidates[wt.i] = true
+				if why := projectTie(d.ws[wt.i], g, crds, s); why != "" {
+					control(wt, why)
+				} else {
+					write(wt, true)
 				}
 			case wt.best == throughWildcard:
-				d.writers[g] = append(d.writers[g], w.ref()+" (through a wildcard)")
-				d.evidence[g] = append(d.evidence[g], writerControl(w, wt.ties, true))
+				write(wt, true)
 			default:
-				d.writers[g] = append(d.writers[g], w.ref())
-				d.evidence[g] = append(d.evidence[g], writerControl(w, wt.ties, false))
+				write(wt, false)
 			}
 		}
 	}
@@ -307,12 +344,13 @@ const (
 // name in it: cnpg-system, ledger-controller-manager.
 var nameSuffixes = []string{"-controller-manager", "-controllers", "-controller", "-operators", "-operator", "-manager", "-system"}
 
-// wildcardTie says what ties a workload that reaches a group only through
-// apiGroups "*" to that group, or "" when nothing does: a label it shares with one of
+// projectTie says what ties a workload to an API group it may act on without
+// saying so by its status (through apiGroups "*", or by writing kinds without a
+// status), or "" when nothing does: a label it shares with one of
 // the group's CRDs (part-of, name, instance, app), the Helm release that installed
 // both, a conversion webhook of the group served by its pods, or its name (or its
 // namespace's) naming a part of the group (cnpg-system and postgresql.cnpg.io).
-func wildcardTie(w workload, group string, crds []apiextensionsv1.CustomResourceDefinition, s *Snapshot) string {
+func projectTie(w workload, group string, crds []apiextensionsv1.CustomResourceDefinition, s *Snapshot) string {
 	wl := labels.Merge(w.template.Labels, w.labels)
 	for i := range crds {
 		c := &crds[i]

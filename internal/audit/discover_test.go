@@ -61,14 +61,35 @@ func TestGroupsFindTheirControllers(t *testing.T) {
 		wantControllers: l("Deployment ops/widget-operator"),
 	}, {
 		// Before, a kind without status beside one with status made only a writer.
-		name: "writing a kind without a status subresource controls it, though a sibling kind has a status",
-		crd:  newCRD(g, "Entry", "entries").version("v1", true, specSchema(1)).noStatus(),
+		name: "writing a kind without a status subresource controls it, though a sibling kind has a status, when a label ties them",
+		crd:  labelled(newCRD(g, "Entry", "entries").version("v1", true, specSchema(1)).noStatus(), "app.kubernetes.io/part-of", "widgets"),
+		op:   partOf(newDeployment("ops", "widget-operator", "widget-operator", 1).build(), "widgets"),
 		s: Snapshot{
 			CRDs:                []apiextensionsv1.CustomResourceDefinition{widgets.build()},
 			ClusterRoles:        []rbacv1.ClusterRole{clusterRole("w", rule(l(g), l("entries"), l("create", "update")))},
 			ClusterRoleBindings: []rbacv1.ClusterRoleBinding{clusterBinding("w", "w", saSubject("ops", "widget-operator"))}},
 		wantControllers: l("Deployment ops/widget-operator"),
-		wantEvidence:    "create, update on entries (no status subresource)",
+		wantEvidence:    "create, update on entries (no status subresource) by ClusterRole w (ClusterRoleBinding w) cluster-wide, tied by label app.kubernetes.io/part-of=widgets",
+	}, {
+		name: "writing a kind without a status, and its sibling's status through apiGroups *",
+		crd:  newCRD(g, "Entry", "entries").version("v1", true, specSchema(1)).noStatus(),
+		s: Snapshot{
+			CRDs: []apiextensionsv1.CustomResourceDefinition{widgets.build()},
+			ClusterRoles: []rbacv1.ClusterRole{clusterRole("w", rule(l(g), l("entries"), l("create", "update")),
+				rule(l("*"), l("*/status"), l("update")))},
+			ClusterRoleBindings: []rbacv1.ClusterRoleBinding{clusterBinding("w", "w", saSubject("ops", "widget-operator"))}},
+		wantControllers: l("Deployment ops/widget-operator"),
+		wantEvidence:    "create, update on entries (no status subresource) by ClusterRole w (ClusterRoleBinding w) cluster-wide",
+	}, {
+		// CloudNativePG creates PodMonitors for its clusters: a client of the
+		// Prometheus Operator's group, whose Prometheus kind has a status.
+		name: "creating objects of another project's kind without a status, and nothing else, makes a client",
+		crd:  newCRD("monitoring.coreos.com", "PodMonitor", "podmonitors").version("v1", true, openSpecSchema()).noStatus(),
+		s: Snapshot{
+			CRDs:                []apiextensionsv1.CustomResourceDefinition{newCRD("monitoring.coreos.com", "Prometheus", "prometheuses").version("v1", true, specSchema(0)).build()},
+			ClusterRoles:        []rbacv1.ClusterRole{clusterRole("w", rule(l("monitoring.coreos.com"), l("podmonitors"), l("create", "delete", "get", "list", "patch", "watch")))},
+			ClusterRoleBindings: []rbacv1.ClusterRoleBinding{clusterBinding("w", "w", saSubject("ops", "widget-operator"))}},
+		wantWriters: l("Deployment ops/widget-operator"),
 	}, {
 		// Before, a cluster-admin controller was never graded.
 		name: "cluster-admin with nothing tying it to the group: a writer of the group, graded as an operator anyway",
@@ -79,11 +100,7 @@ func TestGroupsFindTheirControllers(t *testing.T) {
 	}, {
 		name: "cluster-admin and a label shared with the group's CRD: its controller, through a wildcard",
 		crd:  labelled(newCRD(g, "Widget", "widgets").version("v1", true, specSchema(1)), "app.kubernetes.io/part-of", "widgets"),
-		op: func() appsv1.Deployment {
-			d := newDeployment("ops", "widget-operator", "widget-operator", 1).build()
-			d.Spec.Template.Labels["app.kubernetes.io/part-of"] = "widgets"
-			return d
-		}(),
+		op:   partOf(newDeployment("ops", "widget-operator", "widget-operator", 1).build(), "widgets"),
 		s: Snapshot{ClusterRoles: []rbacv1.ClusterRole{clusterRole("all", rule(l("*"), l("*"), l("*")))},
 			ClusterRoleBindings: []rbacv1.ClusterRoleBinding{clusterBinding("all", "all", saSubject("ops", "widget-operator"))}},
 		wantControllers: l("Deployment ops/widget-operator"), wantClusterAdmin: true,
@@ -118,6 +135,7 @@ func TestGroupsFindTheirControllers(t *testing.T) {
 			}
 			s.Deployments = []appsv1.Deployment{op}
 			r := Audit(&s, Options{})
+			r.Groups = slices.DeleteFunc(r.Groups, func(gr Group) bool { return gr.Group != crd.Spec.Group })
 			if len(r.Groups) != 1 {
 				t.Fatalf("groups = %+v, want one", r.Groups)
 			}
@@ -150,6 +168,12 @@ func TestGroupsFindTheirControllers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// partOf labels a Deployment's pods as part of a project.
+func partOf(d appsv1.Deployment, project string) appsv1.Deployment {
+	d.Spec.Template.Labels["app.kubernetes.io/part-of"] = project
+	return d
 }
 
 // The reader reads Leases where a controller may elect outside its namespace: where a

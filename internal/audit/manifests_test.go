@@ -326,3 +326,20 @@ func TestPrintCorpus(t *testing.T) {
 		_ = Render(os.Stdout, r, "table")
 	}
 }
+
+// CloudNativePG creates PodMonitors for its clusters: beside the Prometheus
+// Operator's CRDs it is their client, not their controller, and its grade does not
+// take theirs.
+func TestClientOfAnotherProjectsKinds(t *testing.T) {
+	alone := Audit(fromManifests(t, "", "cnpg.yaml"), Options{})
+	r := Audit(fromManifests(t, "", "monitoring-crds.yaml", "cnpg.yaml"), Options{})
+	if len(r.Operators) != 1 || !slices.Equal(r.Operators[0].Groups, []string{"postgresql.cnpg.io"}) || r.Operators[0].Scores != alone.Operators[0].Scores {
+		t.Fatalf("operators %+v, want CloudNativePG's on postgresql.cnpg.io only, graded as alone", r.Operators)
+	}
+	for _, g := range r.Groups {
+		if g.Group == "monitoring.coreos.com" && (len(g.Controllers) != 0 || !slices.Equal(g.Writers, []string{"Deployment cnpg-system/cnpg-controller-manager"}) ||
+			g.Evidence[0].Permission != "create, patch, delete on podmonitors") {
+			t.Errorf("monitoring.coreos.com: controllers %q writers %q evidence %+v", g.Controllers, g.Writers, g.Evidence)
+		}
+	}
+}
