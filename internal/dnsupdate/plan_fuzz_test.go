@@ -1,6 +1,7 @@
 package dnsupdate
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -33,7 +34,7 @@ func FuzzRecords(f *testing.F) {
 		a, aaaa, cname, err := Records(values)
 		if err != nil {
 			if !slices.ContainsFunc(values, func(v string) bool {
-				return strings.Contains(err.Error(), v) || strings.Contains(err.Error(), strings.ToLower(strings.TrimSuffix(v, ".")))
+				return strings.Contains(err.Error(), fmt.Sprintf("%q", v)) || strings.Contains(err.Error(), strings.ToLower(strings.TrimSuffix(v, ".")))
 			}) {
 				t.Fatalf("Records(%q): the error %q names no value", values, err)
 			}
