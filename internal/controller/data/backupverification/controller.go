@@ -14,13 +14,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -136,8 +134,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !bv.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, &bv)
 	}
-	if bv.Namespace == r.Namespace || strings.HasPrefix(bv.Namespace, "kube-") {
-		return ctrl.Result{}, r.refuse(ctx, &bv, "NamespaceNotAllowed", "BackupVerifications in kube-* namespaces and in the manager's namespace are not acted on")
+	if err := database.CheckNamespace(bv.Namespace, r.Namespace); err != nil {
+		return ctrl.Result{}, r.refuse(ctx, &bv, "NamespaceNotAllowed", err.Error())
 	}
 	if err := kit.AddFinalizer(ctx, r.Client, r.APIReader, &bv, finalizer); err != nil {
 		if errors.Is(err, kit.ErrDeleting) {
@@ -370,18 +368,11 @@ func (r *Reconciler) admitTarget(ctx context.Context, bv *datav1alpha1.BackupVer
 	if string(s.Spec.Engine) != "" && s.Spec.Engine != datav1alpha1.EnginePostgres {
 		return nil, ReasonTargetNotAllowed, fmt.Sprintf("DatabaseServer %s is %s: backups are verified on PostgreSQL servers only", s.Name, s.Spec.Engine)
 	}
-	if sel := s.Spec.AllowedNamespaces; sel != nil {
-		selector, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil {
-			return nil, ReasonTargetNotAllowed, fmt.Sprintf("DatabaseServer %s has an invalid allowedNamespaces: %v", s.Name, err)
+	if err := database.AdmitNamespace(ctx, r.APIReader, &s, bv.Namespace, r.Namespace); err != nil {
+		if errors.Is(err, database.ErrNamespaceNotAllowed) {
+			return nil, ReasonTargetNotAllowed, err.Error()
 		}
-		var ns corev1.Namespace
-		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: bv.Namespace}, &ns); err != nil {
-			return nil, ReasonTargetError, err.Error()
-		}
-		if !selector.Matches(k8slabels.Set(ns.Labels)) {
-			return nil, ReasonTargetNotAllowed, fmt.Sprintf("DatabaseServer %s does not allow namespace %s (allowedNamespaces: %s)", s.Name, bv.Namespace, selector)
-		}
+		return nil, ReasonTargetError, err.Error()
 	}
 	return &s, "", ""
 }

@@ -533,6 +533,7 @@ func TestDevDatabase(t *testing.T) {
 		{name: "NeverTouchesWhatIsNotItsOwn", run: neverTouchesWhatIsNotItsOwn},
 		{name: "LimitsPerServerAndPerNamespace", run: limitsPerServerAndPerNamespace},
 		{name: "BadInputIsRefusedOrReported", run: badInputIsRefusedOrReported},
+		{name: "ProtectedNamespacesAreRefused", run: protectedNamespacesAreRefused},
 		{name: "UnreachableServerIsReportedAndRetried", run: unreachableServerIsReportedAndRetried},
 		{name: "UsersAndSecretTemplates", run: usersAndSecretTemplates},
 		{name: "BadSecretTemplatesAreReportedWithoutLeaking", run: badSecretTemplatesAreReportedWithoutLeaking},

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
@@ -100,20 +98,11 @@ func (r *Reconciler) connect(ctx context.Context, s *datav1alpha1.DatabaseServer
 
 // admit checks what the server's rules allow: namespace, ttl, template, limits.
 func (r *Reconciler) admit(ctx context.Context, d *datav1alpha1.DevDatabase, s *datav1alpha1.DatabaseServer) (outcome, bool) {
-	if sel := s.Spec.AllowedNamespaces; sel != nil {
-		selector, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil {
-			return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonNamespaceNotAllowed,
-				message: fmt.Sprintf("DatabaseServer %s has an invalid allowedNamespaces: %v", s.Name, err)}, false
+	if err := database.AdmitNamespace(ctx, r.APIReader, s, d.Namespace, r.Namespace); err != nil {
+		if errors.Is(err, database.ErrNamespaceNotAllowed) {
+			return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonNamespaceNotAllowed, message: err.Error()}, false
 		}
-		var ns corev1.Namespace
-		if err := r.Get(ctx, client.ObjectKey{Name: d.Namespace}, &ns); err != nil {
-			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonNamespaceNotAllowed, message: err.Error(), err: err}, false
-		}
-		if !selector.Matches(k8slabels.Set(ns.Labels)) {
-			return outcome{phase: datav1alpha1.PhaseFailed, reason: ReasonNamespaceNotAllowed,
-				message: fmt.Sprintf("DatabaseServer %s does not allow namespace %s (allowedNamespaces: %s)", s.Name, d.Namespace, selector)}, false
-		}
+		return outcome{phase: datav1alpha1.PhasePending, reason: ReasonNamespaceNotAllowed, message: err.Error(), err: err}, false
 	}
 	// A database that exists lives on until creation + maxTTL (TTLCapped); one not
 	// created yet is not created for a ttl the server does not grant.

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
@@ -585,4 +586,29 @@ func theMariaDBServerIsVerifiedWithItsCA(t *testing.T, b *backend) {
 
 	plain := register(func(sp *datav1alpha1.DatabaseServerSpec) { sp.SSLMode = "disable" })
 	serverCondition(t, plain.Name, datav1alpha1.ConditionReachable, metav1.ConditionFalse, "Unreachable")
+}
+
+// A DevDatabase in a kube-* namespace or in the manager's namespace (where the
+// servers' admin Secrets are) gets no database and no Secret, even on a server that
+// allows every namespace; the same DevDatabase elsewhere is served (the control).
+func protectedNamespacesAreRefused(t *testing.T, b *backend) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := b.newServer(t, nil)
+	kube := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: uniq("kube-devdb")}}
+	g.Expect(k.Create(ctx, kube)).To(Succeed())
+	control := newDevDB(t, newNamespace(t, nil), "control", s.Name, nil)
+	var refused []*datav1alpha1.DevDatabase
+	for _, ns := range []string{kube.Name, managerNamespace} {
+		refused = append(refused, newDevDB(t, ns, uniq("protected"), s.Name, nil))
+	}
+	waitReason(t, control, ReasonReady)
+	for _, d := range refused {
+		got := waitReason(t, d, ReasonNamespaceNotAllowed)
+		g.Expect(got.Status.Phase).To(Equal(datav1alpha1.PhaseFailed))
+		g.Expect(condition(g, d, datav1alpha1.ConditionReady).Message).To(ContainSubstring("namespace " + d.Namespace + " is protected"))
+		name, _ := database.NamesFor(string(b.engine), string(got.UID))
+		g.Expect(b.databaseExists(t, name)).To(BeFalse())
+		g.Expect(apierrors.IsNotFound(k.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Name}, &corev1.Secret{}))).To(BeTrue())
+	}
 }

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
@@ -71,18 +68,11 @@ func (r *Reconciler) rotator(ctx context.Context, m *machine) (*serverRotator, e
 		}
 		return fail(ReasonServerFailed, fmt.Sprintf("reading DatabaseServer %s: %v", g.ServerRef, err), err)
 	}
-	if sel := s.Spec.AllowedNamespaces; sel != nil {
-		selector, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil {
-			return fail(ReasonServerNotAllowed, fmt.Sprintf("DatabaseServer %s has an invalid allowedNamespaces: %v", s.Name, err), nil)
+	if err := database.AdmitNamespace(ctx, r.APIReader, &s, m.sr.Namespace, r.Namespace); err != nil {
+		if errors.Is(err, database.ErrNamespaceNotAllowed) {
+			return fail(ReasonServerNotAllowed, err.Error(), nil)
 		}
-		var ns corev1.Namespace
-		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: m.sr.Namespace}, &ns); err != nil {
-			return fail(ReasonServerFailed, fmt.Sprintf("reading namespace %s: %v", m.sr.Namespace, err), err)
-		}
-		if !selector.Matches(k8slabels.Set(ns.Labels)) {
-			return fail(ReasonServerNotAllowed, fmt.Sprintf("DatabaseServer %s does not allow namespace %s (allowedNamespaces: %s)", s.Name, m.sr.Namespace, selector), nil)
-		}
+		return fail(ReasonServerFailed, err.Error(), err)
 	}
 	// Neither the admin's credentials nor its Secret's name goes into the status.
 	srv, err := database.ServerFor(ctx, r.APIReader, &s, r.Namespace)
