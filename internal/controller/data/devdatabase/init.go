@@ -46,6 +46,10 @@ const (
 // manager's reconcile); this run stops before its SQL.
 var errInitRecorded = errors.New("the init run was recorded meanwhile")
 
+// errInitNotRecorded: the DevDatabase changed generation (or is gone) while its init
+// run was being recorded; nothing was written, and a run stops before its SQL.
+var errInitNotRecorded = errors.New("the DevDatabase changed while its init run was being recorded")
+
 // initialize runs spec.init once and reports whether the DevDatabase may be Ready
 // (done); otherwise the outcome says why not.
 func (r *Reconciler) initialize(ctx context.Context, d *datav1alpha1.DevDatabase, e database.Engine, db database.Database, s *datav1alpha1.DatabaseServer, srv database.Server) (outcome, bool) {
@@ -146,8 +150,11 @@ func (r *Reconciler) runInit(ctx context.Context, d *datav1alpha1.DevDatabase, e
 		countInit(s.Name, false)
 		return outcome{}, true
 	case !started:
-		if errors.Is(err, errInitRecorded) {
+		switch {
+		case errors.Is(err, errInitRecorded):
 			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonInitRunning, message: "The init run was recorded by another reconcile; looking again", retry: recheckInitRunning}, false
+		case errors.Is(err, errInitNotRecorded):
+			return outcome{phase: datav1alpha1.PhasePending, reason: ReasonInitRunning, message: "The DevDatabase changed before its init run was recorded; the SQL did not run and runs at the next reconcile", retry: recheckInitRunning}, false
 		}
 		return outcomeFor(database.Scrub(err, s, srv), datav1alpha1.PhasePending), false
 	default:
@@ -169,29 +176,33 @@ func (r *Reconciler) finishInit(ctx context.Context, d *datav1alpha1.DevDatabase
 	})
 }
 
-// recordInit writes the change mutate makes to status.init at once, as a merge
-// patch guarded by the resourceVersion, whatever else the reconcile does later:
-// the run's record must reach the API server before (and right after) the SQL.
-// On a conflict it reads the latest version and calls mutate again on it. On
-// success d holds what was written.
+// recordInit writes the change mutate makes to status.init at once, whatever else
+// the reconcile does later: the run's record must reach the API server before (and
+// right after) the SQL. It is kit.PatchStatus's write (a merge patch guarded by the
+// resourceVersion; on a conflict mutate is called again on the latest version), with
+// what an init record needs besides: mutate may refuse (its error is returned and
+// nothing is written); a record kit.PatchStatus leaves unwritten because the
+// DevDatabase changed generation or is gone is errInitNotRecorded, so that no SQL runs
+// unrecorded; and d holds what was written on success and stays as it was otherwise,
+// so that the status written at the end of the reconcile never carries a record the
+// API server does not have.
 func (r *Reconciler) recordInit(ctx context.Context, d *datav1alpha1.DevDatabase, mutate func(*datav1alpha1.DevDatabase) error) error {
 	cur := d.DeepCopy()
-	for range 3 {
-		before := cur.DeepCopy()
-		if err := mutate(cur); err != nil {
-			return err
+	var refused error
+	replaced, err := kit.PatchStatusReplacing(ctx, r.Client, r.APIReader, cur, func(latest *datav1alpha1.DevDatabase) {
+		next := latest.DeepCopy()
+		if refused = mutate(next); refused == nil {
+			latest.Status = next.Status
 		}
-		err := r.Status().Patch(ctx, cur, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		if err == nil {
-			*d = *cur
-			return nil
-		}
-		if !apierrors.IsConflict(err) {
-			return fmt.Errorf("recording the init run in status: %w", err)
-		}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
-			return fmt.Errorf("recording the init run in status: %w", err)
-		}
+	})
+	switch {
+	case refused != nil:
+		return refused
+	case err != nil:
+		return fmt.Errorf("recording the init run in status: %w", err)
+	case replaced == nil:
+		return errInitNotRecorded
 	}
-	return errors.New("recording the init run in status: the DevDatabase kept changing")
+	*d = *cur
+	return nil
 }

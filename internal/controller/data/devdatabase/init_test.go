@@ -1,13 +1,19 @@
 package devdatabase
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	"orderly.dev/orderly/internal/scheme"
 )
 
 // Initialized follows status.init (or why the SQL has not run yet); it is absent
@@ -82,4 +88,85 @@ func TestProvisioned(t *testing.T) {
 	if provisioned(d) {
 		t.Fatal("an expired one is not")
 	}
+}
+
+// The init run's record is written at once or not at all: a refusal and a
+// DevDatabase that changed meanwhile write nothing and leave the reconcile's copy as
+// it was, so that the SQL never runs unrecorded and no unwritten record reaches the
+// status written later.
+func TestRecordInit(t *testing.T) {
+	ctx := context.Background()
+	running := func(cur *datav1alpha1.DevDatabase) error {
+		if cur.Status.Init != nil {
+			return errInitRecorded
+		}
+		cur.Status.Init = &datav1alpha1.DevDatabaseInitStatus{State: datav1alpha1.InitRunning, Transaction: "42"}
+		return nil
+	}
+	for _, tc := range []struct {
+		name string
+		// onServer changes the stored DevDatabase after the reconcile read it.
+		onServer   func(*datav1alpha1.DevDatabase)
+		wantErr    error
+		wantStored string // the stored status.init's transaction, "" for none
+	}{
+		{name: "recorded", wantStored: "42"},
+		{name: "recorded by another reconcile meanwhile", wantErr: errInitRecorded, wantStored: "7",
+			onServer: func(d *datav1alpha1.DevDatabase) {
+				d.Status.Init = &datav1alpha1.DevDatabaseInitStatus{State: datav1alpha1.InitRunning, Transaction: "7"}
+			}},
+		{name: "the spec changed meanwhile", wantErr: errInitNotRecorded,
+			onServer: func(d *datav1alpha1.DevDatabase) { d.Generation++ }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored := devDB(time.Hour, time.Now())
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(stored).WithStatusSubresource(stored).Build()
+			var d datav1alpha1.DevDatabase
+			if err := c.Get(ctx, client.ObjectKeyFromObject(stored), &d); err != nil {
+				t.Fatal(err)
+			}
+			if tc.onServer != nil {
+				var latest datav1alpha1.DevDatabase
+				if err := c.Get(ctx, client.ObjectKeyFromObject(stored), &latest); err != nil {
+					t.Fatal(err)
+				}
+				// Once for the object, once for its status subresource (the update of
+				// the object hands back the stored status).
+				tc.onServer(&latest)
+				if err := c.Update(ctx, &latest); err != nil {
+					t.Fatal(err)
+				}
+				tc.onServer(&latest)
+				if err := c.Status().Update(ctx, &latest); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := d.DeepCopy()
+			r := &Reconciler{Client: c, APIReader: c}
+			err := r.recordInit(ctx, &d, running)
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			var got datav1alpha1.DevDatabase
+			if err := c.Get(ctx, client.ObjectKeyFromObject(stored), &got); err != nil {
+				t.Fatal(err)
+			}
+			if txn := initTransaction(got.Status.Init); txn != tc.wantStored {
+				t.Errorf("stored status.init transaction %q, want %q", txn, tc.wantStored)
+			}
+			switch {
+			case err == nil && initTransaction(d.Status.Init) != "42":
+				t.Errorf("the reconcile's copy does not hold what was written: %+v", d.Status.Init)
+			case err != nil && !equality.Semantic.DeepEqual(&d, before):
+				t.Errorf("a record that was not written reached the reconcile's copy: %+v", d.Status.Init)
+			}
+		})
+	}
+}
+
+func initTransaction(in *datav1alpha1.DevDatabaseInitStatus) string {
+	if in == nil {
+		return ""
+	}
+	return in.Transaction
 }
