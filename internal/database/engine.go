@@ -1,5 +1,10 @@
-// Package engine is what the data controllers need from a database server, so that
-// engines other than PostgreSQL (MySQL) can be added behind the same interface.
+// Package database is how Orderly talks to a DatabaseServer, for every controller
+// that does (databaseserver, devdatabase, backupverification, secretrotation): what
+// they need from a server (Engine, behind which PostgreSQL and MySQL sit, in the
+// postgres and mysql packages), its admin credentials (ServerFor), the pools kept per
+// server (Pools), which namespaces may use it (AdmitNamespace) and what may be said
+// about it (Scrubber). It lives outside the controller tree, and the kit does not
+// import it.
 package database
 
 import (

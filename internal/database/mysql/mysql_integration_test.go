@@ -18,7 +18,7 @@ import (
 	"orderly.dev/orderly/internal/testmysql"
 )
 
-// The cases of the PostgreSQL engine's suite (engine/postgres), against MariaDB,
+// The cases of the PostgreSQL engine's suite (database/postgres), against MariaDB,
 // where they apply: what differs is said at each.
 
 var my *testmysql.Server

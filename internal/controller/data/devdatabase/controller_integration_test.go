@@ -551,13 +551,13 @@ func TestDevDatabase(t *testing.T) {
 		{name: "MetricSeriesGoWithTheirObjects", run: metricSeriesGoWithTheirObjects},
 		// Cases of one engine only, and why.
 		{name: "TheOwnerCannotHaveTheAdminRunItsCode", run: pgOnly(theOwnerCannotHaveTheAdminRunItsCode), notOn: map[string]string{
-			"mariadb": "PostgreSQL's extensions and search_path are what this attack uses; MySQL has neither, and nothing runs as the admin in a user's database (engine/mysql TestTheUserReachesOnlyItsOwnDatabase)"}},
+			"mariadb": "PostgreSQL's extensions and search_path are what this attack uses; MySQL has neither, and nothing runs as the admin in a user's database (database/mysql TestTheUserReachesOnlyItsOwnDatabase)"}},
 		{name: "ExtensionsComeFromTheServersAllowList", run: pgOnly(extensionsComeFromTheServersAllowList), notOn: map[string]string{
 			"mariadb": "MySQL has no extensions: the API server refuses allowedExtensions on a mysql server (BadInputIsRefusedOrReported shows ExtensionNotAllowed there)"}},
 		{name: "TheOwnerCannotKeepItsDatabasePastItsExpiry", run: pgOnly(theOwnerCannotKeepItsDatabasePastItsExpiry), notOn: map[string]string{
 			"mariadb": "MySQL has no VALID UNTIL: the expiry is Orderly's drop alone, which ExpiryWarnsThenDropsAndExtensionRecreates shows"}},
 		{name: "HungServersHoldNoWorker", run: pgOnly(hungServersHoldNoWorker), notOn: map[string]string{
-			"mariadb": "the stalling and silent servers speak PostgreSQL's protocol (testpg); a hung MariaDB is engine/mysql TestAHungServerEndsEachCallAtItsDeadline"}},
+			"mariadb": "the stalling and silent servers speak PostgreSQL's protocol (testpg); a hung MariaDB is database/mysql TestAHungServerEndsEachCallAtItsDeadline"}},
 		{name: "TheServerIsVerifiedWithItsCA", run: func(t *testing.T, b *backend) {
 			// The same checks, each engine with its own TLS server and clients.
 			if b.engine == datav1alpha1.EngineMySQL {
@@ -567,6 +567,6 @@ func TestDevDatabase(t *testing.T) {
 			theServerIsVerifiedWithItsCA(t)
 		}},
 		{name: "AChangeOfServerIsRefused", run: pgOnly(aChangeOfServerIsRefused), notOn: map[string]string{
-			"mariadb": "not done yet at the controller's level; the engine's refusal is engine/mysql TestNothingIsDoneOnAnotherServer"}},
+			"mariadb": "not done yet at the controller's level; the engine's refusal is database/mysql TestNothingIsDoneOnAnotherServer"}},
 	})
 }
