@@ -1,28 +1,32 @@
 #!/usr/bin/env bash
-# Runs every Go fuzz target of the repository, one after another, each for FUZZTIME
-# (default 60s): `go test -run '^$' -fuzz '^FuzzX$' -fuzztime $FUZZTIME ./pkg`. The
-# targets are found in the packages' *_test.go files (func FuzzX(f *testing.F), in
-# files without build constraints, so that their seed corpora also run as unit tests
-# in `go test ./...`). Prints one line per target and fails if any target fails; Go
-# keeps the failing input under the package's testdata/fuzz/FuzzX/, where `go test`
-# runs it as a seed from then on, so the failure stays a failing unit test until fixed.
+# Runs every Go fuzz target of the repository, each for FUZZTIME (default 60s), as
+# `go test -run '^$' -fuzz '^FuzzX$' -fuzztime $FUZZTIME ./pkg` would. The targets are
+# found in the packages' *_test.go files (func FuzzX(f *testing.F), in files without
+# build constraints, so that their seed corpora also run as unit tests in
+# `go test ./...`). Each package's instrumented test binary is built once
+# (go test -c -fuzz) and run once per target in the package's directory, with the
+# corpus Go keeps in its cache. Prints one line per target and fails if any target
+# fails; Go keeps the failing input under the package's testdata/fuzz/FuzzX/, where
+# `go test` runs it as a seed from then on, so the failure stays a failing unit test
+# until it is fixed.
 #
 # Settings (environment):
 #   FUZZTIME          how long each target runs (go test -fuzztime: 60s, 5s, 1000x)
+#   FUZZJOBS          targets (and builds) run at once (default 2); each target gets
+#                     FUZZPARALLEL fuzzing processes
+#   FUZZPARALLEL      fuzzing processes per target (default: the CPUs / FUZZJOBS)
 #   FUZZMINIMIZETIME  how long Go minimizes a new or failing input (default 10s: large
 #                     inputs, such as an RPM database, otherwise take a minute each)
-#   FUZZPARALLEL      fuzzing processes per target (default: GOMAXPROCS)
 #   FUZZPKGS          the packages to look in (default ./...)
 #   FUZZRUN           a regular expression: only the targets whose name matches
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+go=${GO:-go}
 fuzztime=${FUZZTIME:-60s}
 minimize=${FUZZMINIMIZETIME:-10s}
-go=${GO:-go}
-parallel=()
-if [[ -n "${FUZZPARALLEL:-}" ]]; then
-	parallel=(-test.parallel="$FUZZPARALLEL")
-fi
+jobs=${FUZZJOBS:-2}
+parallel=${FUZZPARALLEL:-$(($(nproc 2>/dev/null || echo 2) / jobs))}
+((parallel >= 1)) || parallel=1
 
 # Every target, as "import path<TAB>package directory<TAB>name".
 mapfile -t targets < <(
@@ -43,47 +47,89 @@ if [[ ${#targets[@]} -eq 0 || -z "${targets[0]}" ]]; then
 	exit 1
 fi
 
-echo "fuzz: ${#targets[@]} targets, $fuzztime each"
 work=$(mktemp -d "${TMPDIR:-/tmp}/orderly-fuzz-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-log=$work/log
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 cache=$($go env GOCACHE)/fuzz
 start=$SECONDS
-failed=()
-built=""
-for t in "${targets[@]}"; do
-	IFS=$'\t' read -r pkg dir name <<<"$t"
-	began=$SECONDS
-	# One instrumented test binary per package (go test -c -fuzz), run once per target
-	# in the package's directory, where its testdata is; the generated corpus goes
-	# where `go test -fuzz` keeps it.
-	if [[ $built != "$dir" ]]; then
-		built=$dir
-		bin=$work/$(tr / _ <<<"$dir").test
-		if ! $go test -c -fuzz=. -o "$bin" "./$dir" >"$log" 2>&1; then
+echo "fuzz: ${#targets[@]} targets, $fuzztime each, $jobs at a time with $parallel fuzzing processes each"
+
+# binary is where the test binary of package directory $1 is built.
+binary() { echo "$work/$(tr / _ <<<"$1").test"; }
+
+# build builds the fuzzing test binary of package directory $1, its output in .log.
+build() {
+	local bin
+	bin=$(binary "$1")
+	$go test -c -fuzz=. -o "$bin" "./$1" >"$bin.log" 2>&1
+}
+
+# run runs target $3 of package $1 (directory $2) and writes its result to $work/$4.
+run() {
+	local pkg=$1 dir=$2 name=$3 out=$work/result-$4 log=$work/log-$4 tmp=$work/tmp-$4 began=$SECONDS bin execs input
+	bin=$(binary "$dir")
+	if [[ ! -x $bin ]]; then
+		{
 			printf 'FAIL  %-40s ./%s: does not build\n' "$name" "$dir"
-			sed 's/^/      /' "$log"
-			bin=""
-		fi
-	fi
-	if [[ -z $bin ]]; then
-		failed+=("$name")
-		continue
+			sed 's/^/      /' "$bin.log"
+		} >"$tmp"
+		mv "$tmp" "$out"
+		return
 	fi
 	if (cd "$dir" && "$bin" -test.run='^$' -test.fuzz="^$name\$" -test.fuzztime="$fuzztime" -test.fuzzminimizetime="$minimize" \
-		-test.fuzzcachedir="$cache/$pkg" "${parallel[@]}") >"$log" 2>&1; then
+		-test.parallel="$parallel" -test.fuzzcachedir="$cache/$pkg") >"$log" 2>&1; then
 		execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+')
-		printf 'ok    %-40s ./%s (%ds%s)\n' "$name" "$dir" $((SECONDS - began)) "${execs:+, $execs execs}"
+		printf 'ok    %-40s ./%s (%ds%s)\n' "$name" "$dir" $((SECONDS - began)) "${execs:+, $execs execs}" >"$tmp"
 	else
-		printf 'FAIL  %-40s ./%s (%ds)\n' "$name" "$dir" $((SECONDS - began))
-		sed 's/^/      /' "$log"
-		input=$(grep -oE 'testdata/fuzz/[^ ]+' "$log" | tail -1)
-		if [[ -n "$input" ]]; then
-			echo "      The failing input is kept in $dir/$input: \`go test ./$dir\` runs it from now on."
-			echo "      Fix the code and commit the input with the fix, as its regression test."
-		fi
-		failed+=("$name")
+		{
+			printf 'FAIL  %-40s ./%s (%ds)\n' "$name" "$dir" $((SECONDS - began))
+			sed 's/^/      /' "$log"
+			input=$(grep -oE 'testdata/fuzz/[^ ]+' "$log" | tail -1)
+			if [[ -n "$input" ]]; then
+				echo "      The failing input is kept in $dir/$input: \`go test ./$dir\` runs it from now on."
+				echo "      Fix the code and commit the input with the fix, as its regression test."
+			fi
+		} >"$tmp"
 	fi
+	mv "$tmp" "$out"
+}
+
+# at most waits until fewer than $1 background jobs run.
+at_most() {
+	while (($(jobs -rp | wc -l) >= $1)); do
+		wait -n
+		print_results
+	done
+}
+
+# print_results prints the results that are in, in the order the targets finished.
+print_results() {
+	local f
+	for f in "$work"/result-*; do
+		[[ -e $f && ! -e $work/printed-${f##*-} ]] || continue
+		cat "$f"
+		touch "$work/printed-${f##*-}"
+	done
+}
+
+mapfile -t dirs < <(printf '%s\n' "${targets[@]}" | cut -f2 | uniq)
+for d in "${dirs[@]}"; do
+	at_most "$jobs"
+	build "$d" &
 done
-echo "fuzz: ${#targets[@]} targets in $((SECONDS - start))s; ${#failed[@]} failed${failed[*]:+: ${failed[*]}}"
-[[ ${#failed[@]} -eq 0 ]]
+wait
+echo "fuzz: ${#dirs[@]} packages built in $((SECONDS - start))s"
+
+i=0
+for t in "${targets[@]}"; do
+	IFS=$'\t' read -r pkg dir name <<<"$t"
+	at_most "$jobs"
+	run "$pkg" "$dir" "$name" "$i" &
+	i=$((i + 1))
+done
+wait
+print_results
+
+failed=$(grep -l '^FAIL ' "$work"/result-* 2>/dev/null | xargs -r head -qn1 | awk '{print $2}' | paste -sd' ')
+count=$(grep -l '^FAIL ' "$work"/result-* 2>/dev/null | wc -l)
+echo "fuzz: ${#targets[@]} targets in $((SECONDS - start))s; $count failed${failed:+: $failed}"
+[[ $count -eq 0 ]]
