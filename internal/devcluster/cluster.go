@@ -176,24 +176,7 @@ func Up(ctx context.Context, opts Options, out io.Writer) (kubeconfigPath string
 		return "", err
 	}
 
-	kubectlApply := func(what string, docs []manifest) error {
-		if len(docs) == 0 {
-			return nil
-		}
-		fmt.Fprintf(out, "applying %s...\n", what)
-		applied, err := applyManifests(ctx, bins.Kubectl, kubeconfig, docs)
-		if applied != "" {
-			fmt.Fprintln(out, indent(applied, "  "))
-		}
-		return err
-	}
-	if err := kubectlApply(plural(len(crds), "CustomResourceDefinition"), crds); err != nil {
-		return "", err
-	}
-	if err := waitCRDsEstablished(ctx, cfg, manifestNames(crds), 2*time.Minute); err != nil {
-		return "", err
-	}
-	if err := kubectlApply(plural(len(others), "other manifest"), others); err != nil {
+	if err := applySplit(ctx, bins.Kubectl, kubeconfig, "orderly", cfg, crds, others, out); err != nil {
 		return "", err
 	}
 
@@ -206,6 +189,52 @@ func Up(ctx context.Context, opts Options, out io.Writer) (kubeconfigPath string
 	fmt.Fprintf(out, "cluster %q is ready after %s: %s\n\n", opts.Name, time.Since(start).Round(100*time.Millisecond), summary)
 	printUsage(out, opts.Name, kubeconfig, bins.Kubectl)
 	return kubeconfig, nil
+}
+
+// applySplit applies the CRDs, waits until they are Established, then applies the
+// other manifests.
+func applySplit(ctx context.Context, kubectlPath, kubeconfig, fieldManager string, cfg *rest.Config, crds, others []manifest, out io.Writer) error {
+	kubectlApply := func(what string, docs []manifest) error {
+		if len(docs) == 0 {
+			return nil
+		}
+		fmt.Fprintf(out, "applying %s...\n", what)
+		applied, err := applyManifests(ctx, kubectlPath, kubeconfig, fieldManager, docs)
+		if applied != "" {
+			fmt.Fprintln(out, indent(applied, "  "))
+		}
+		return err
+	}
+	if err := kubectlApply(plural(len(crds), "CustomResourceDefinition"), crds); err != nil {
+		return err
+	}
+	if err := waitCRDsEstablished(ctx, cfg, manifestNames(crds), 2*time.Minute); err != nil {
+		return err
+	}
+	return kubectlApply(plural(len(others), "other manifest"), others)
+}
+
+// Apply server-side applies manifests (YAML streams) to the cluster of kubeconfig
+// with the local cluster's kubectl, under fieldManager, conflicts forced: the
+// CustomResourceDefinitions first, waited for until Established, then the rest.
+// What kubectl prints goes to out.
+func Apply(ctx context.Context, kubeconfig, fieldManager string, manifests [][]byte, out io.Writer) error {
+	if out == nil {
+		out = io.Discard
+	}
+	crds, others, err := splitManifests(manifests)
+	if err != nil {
+		return err
+	}
+	bins, err := EnsureBinaries(ctx, out)
+	if err != nil {
+		return err
+	}
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return err
+	}
+	return applySplit(ctx, bins.Kubectl, kubeconfig, fieldManager, cfg, crds, others, out)
 }
 
 func printUsage(out io.Writer, name, kubeconfig, kubectlPath string) {

@@ -91,10 +91,10 @@ func joinManifests(ms []manifest) []byte {
 	return append(bytes.Join(docs, []byte("\n---\n")), '\n')
 }
 
-// applyManifests server-side applies docs with the cluster's own kubectl and returns
-// what kubectl printed. Conflicts are forced: the files are the source of truth of a
-// development cluster.
-func applyManifests(ctx context.Context, kubectlPath, kubeconfig string, docs []manifest) (string, error) {
+// applyManifests server-side applies docs with the cluster's own kubectl under
+// fieldManager and returns what kubectl printed. Conflicts are forced: the files are
+// the source of truth of a development cluster.
+func applyManifests(ctx context.Context, kubectlPath, kubeconfig, fieldManager string, docs []manifest) (string, error) {
 	f, err := os.CreateTemp("", "orderly-dev-*.yaml")
 	if err != nil {
 		return "", err
@@ -110,7 +110,7 @@ func applyManifests(ctx context.Context, kubectlPath, kubeconfig string, docs []
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kubectlPath, "--kubeconfig", kubeconfig,
-		"apply", "--server-side", "--force-conflicts", "--field-manager=orderly", "-f", f.Name())
+		"apply", "--server-side", "--force-conflicts", "--field-manager="+fieldManager, "-f", f.Name())
 	out, err := cmd.CombinedOutput()
 	text := strings.TrimSpace(string(out))
 	if err != nil {

@@ -4,7 +4,8 @@ package e2e
 
 // The ServiceDomain end to end: the orderly binary (as its ServiceAccount) against the
 // full local cluster, a real BIND taking TSIG-signed updates, and cert-manager's real
-// controller (v1.11.5, built from the Go module proxy and cached) issuing from a CA
+// controller (internal/standin/certmanager: built from the Go module proxy and
+// cached) issuing from a CA
 // ClusterIssuer. No data plane runs on kwok nodes, so the Gateway's address is written
 // by the test, as a Gateway controller would.
 
@@ -16,16 +17,11 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -42,89 +38,17 @@ import (
 	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/dnsupdate"
+	"orderly.dev/orderly/internal/standin/certmanager"
 	"orderly.dev/orderly/internal/testdns"
 )
 
-// certManagerControllerVersion is the cert-manager whose controller the e2e tests run: the
-// newest whose controller main builds from the Go module proxy here.
-const certManagerControllerVersion = "v1.11.5"
-
-const (
-	certManagerModule    = "github.com/cert-manager/cert-manager"
-	certManagerNamespace = "orderly-e2e-cert-manager"
-)
-
-// certManagerController returns cert-manager's controller binary, building it the
-// first time into the cache of the local cluster's binaries (a few minutes on 2
-// cores). v1.11.5's go.mod replaces miekg/dns, so it cannot be `go install`ed: it is
-// built in a small module of its own that carries the same replace.
-func certManagerController(ctx context.Context) (string, error) {
-	dir := filepath.Join(devcluster.CacheDir(), "bin", "cert-manager-"+certManagerControllerVersion)
-	bin := filepath.Join(dir, "controller")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	src := filepath.Join(devcluster.CacheDir(), "src", "cert-manager-"+certManagerControllerVersion)
-	for _, d := range []string{dir, src} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", err
-		}
-	}
-	gomod := "module orderly.dev/certmanagerbuild\n\ngo 1.26\n\nreplace github.com/miekg/dns v1.1.41 => github.com/miekg/dns v1.1.34\n"
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte(gomod), 0o644); err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(dir, ".build-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	fmt.Fprintf(os.Stderr, "building cert-manager's controller %s (first time only: a few minutes on 2 cores)\n", certManagerControllerVersion)
-	start := time.Now()
-	for _, args := range [][]string{
-		{"get", certManagerModule + "@" + certManagerControllerVersion},
-		{"build", "-ldflags", "-s -w", "-o", filepath.Join(tmp, "controller"), certManagerModule + "/cmd/controller"},
-	} {
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	if err := os.Rename(filepath.Join(tmp, "controller"), bin); err != nil {
-		return "", err
-	}
-	fmt.Fprintf(os.Stderr, "built cert-manager's controller in %s\n", time.Since(start).Round(time.Second))
-	return bin, nil
-}
-
-// goModuleDir downloads a module (outside any module) and returns its directory.
-func goModuleDir(ctx context.Context, module string) (string, error) {
-	tmp, err := os.MkdirTemp("", "orderly-module-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module)
-	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	out, err := cmd.Output()
-	var dl struct{ Dir, Error string }
-	if jerr := json.Unmarshal(out, &dl); jerr == nil && dl.Error != "" {
-		return "", fmt.Errorf("downloading %s: %s", module, dl.Error)
-	}
-	if err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", module, err)
-	}
-	return dl.Dir, nil
-}
+const certManagerNamespace = "orderly-e2e-cert-manager"
 
 var certManagerControllerOnce sync.Once
 
-// runCertManagerController applies cert-manager's CRDs (v1.11.5's carry Helm template lines,
-// which are stripped) and runs its controller against the run's cluster until the
-// run ends.
+// runCertManagerController installs cert-manager's CRDs and runs its controller (the
+// stand-in of internal/standin/certmanager, as `orderly dev up` runs it) against the
+// run's cluster until the run ends.
 func runCertManagerController(t *testing.T) {
 	t.Helper()
 	var err error
@@ -135,33 +59,9 @@ func runCertManagerController(t *testing.T) {
 }
 
 func startCertManager(ctx context.Context) error {
-	bin, err := certManagerController(ctx)
+	crds, err := certmanager.CRDDir(ctx)
 	if err != nil {
 		return err
-	}
-	mod, err := goModuleDir(ctx, certManagerModule+"@"+certManagerControllerVersion)
-	if err != nil {
-		return err
-	}
-	crds, err := os.MkdirTemp("", "cert-manager-crds-")
-	if err != nil {
-		return err
-	}
-	files, _ := filepath.Glob(filepath.Join(mod, "deploy", "crds", "crd-*.yaml"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		var kept []string
-		for _, line := range strings.Split(string(b), "\n") {
-			if !strings.Contains(line, "{{") {
-				kept = append(kept, line)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(crds, filepath.Base(f)), []byte(strings.Join(kept, "\n")), 0o644); err != nil {
-			return err
-		}
 	}
 	if _, err := envtest.InstallCRDs(adminCfg, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true}); err != nil {
 		return fmt.Errorf("installing cert-manager's CRDs: %w", err)
@@ -169,26 +69,12 @@ func startCertManager(ctx context.Context) error {
 	if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: certManagerNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	logFile, err := os.Create(filepath.Join(runDir, "cert-manager.log"))
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(bin,
-		"--kubeconfig", devcluster.KubeconfigPath(clusterName),
-		"--leader-elect=false",
-		"--cluster-resource-namespace", certManagerNamespace,
-		"--metrics-listen-address", fmt.Sprintf("127.0.0.1:%d", freePort()),
-		"--enable-certificate-owner-ref",
-		"--v=2",
-	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// It goes with the test process, however that ends.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	go func() { _ = cmd.Wait(); _ = logFile.Close() }()
-	return nil
+	_, err = certmanager.Run(ctx, certmanager.Options{
+		Kubeconfig: devcluster.KubeconfigPath(clusterName),
+		Namespace:  certManagerNamespace,
+		Dir:        filepath.Join(runDir, "cert-manager"),
+	})
+	return err
 }
 
 // caIssuer creates a CA key pair in cert-manager's namespace and a ClusterIssuer that
