@@ -159,13 +159,13 @@ func checkBDB(f io.ReaderAt, size int64) error {
 		}
 		for _, at := range idx {
 			if int64(at) >= ps {
-				return fmt.Errorf("Berkeley DB page %d: an item at %d is past the page", n, at)
+				return fmt.Errorf("page %d of the Berkeley DB: an item at %d is past the page", n, at)
 			}
 			if page[at] != bdb.HashOffIndexPageType {
 				continue
 			}
 			if int64(at)+bdb.HashOffPageSize > ps {
-				return fmt.Errorf("Berkeley DB page %d: an item at %d runs past the page", n, at)
+				return fmt.Errorf("page %d of the Berkeley DB: an item at %d runs past the page", n, at)
 			}
 			e, err := bdb.ParseHashOffPageEntry(page[at:at+bdb.HashOffPageSize], m.Swapped)
 			if err != nil {
@@ -175,7 +175,7 @@ func checkBDB(f io.ReaderAt, size int64) error {
 			seen := map[uint32]bool{}
 			for cur := e.PageNo; cur != 0; {
 				if seen[cur] {
-					return fmt.Errorf("Berkeley DB page %d: an overflow chain loops", n)
+					return fmt.Errorf("page %d of the Berkeley DB: an overflow chain loops", n)
 				}
 				seen[cur] = true
 				op, err := read(cur)
@@ -187,14 +187,14 @@ func checkBDB(f io.ReaderAt, size int64) error {
 					return err
 				}
 				if oh.PageType != bdb.OverflowPageType {
-					return fmt.Errorf("Berkeley DB page %d: an overflow chain leads to page %d, which is no overflow page", n, cur)
+					return fmt.Errorf("page %d of the Berkeley DB: an overflow chain leads to page %d, which is no overflow page", n, cur)
 				}
 				end := ps
 				if oh.NextPageNo == 0 {
 					end = bdb.PageHeaderSize + int64(oh.FreeAreaOffset)
 				}
 				if end > ps {
-					return fmt.Errorf("Berkeley DB page %d: its content runs past the page", cur)
+					return fmt.Errorf("page %d of the Berkeley DB: its content runs past the page", cur)
 				}
 				if total += end - bdb.PageHeaderSize; total > size {
 					return errors.New("the Berkeley DB's overflow chains add up to more than the file: corrupt")
@@ -203,7 +203,7 @@ func checkBDB(f io.ReaderAt, size int64) error {
 				cur = oh.NextPageNo
 			}
 			if err := checkHeaderBlob(blob); err != nil {
-				return fmt.Errorf("Berkeley DB page %d: %w", n, err)
+				return fmt.Errorf("page %d of the Berkeley DB: %w", n, err)
 			}
 		}
 	}
