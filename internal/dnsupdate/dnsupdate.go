@@ -187,3 +187,50 @@ func (c *Client) exchange(ctx context.Context, m *dns.Msg, sign bool) (*dns.Msg,
 	}
 	return r, nil
 }
+
+// What CheckZone found wrong, for a zone's conditions.
+var (
+	// ErrUnreachable: the server did not answer (refused, timed out).
+	ErrUnreachable = errors.New("the DNS server cannot be reached")
+	// ErrKeyRejected: the server does not accept the TSIG key (name, algorithm or
+	// secret wrong).
+	ErrKeyRejected = errors.New("the DNS server does not accept the TSIG key")
+	// ErrNotAuthoritative: the server answers, but not as the zone's primary.
+	ErrNotAuthoritative = errors.New("the DNS server is not authoritative for the zone")
+)
+
+// CheckZone asks the server for the zone's SOA in a query signed with the key (a
+// query changes nothing), and says whether records can be written there: nil when
+// the server answers authoritatively and accepts the key; otherwise an error that
+// wraps ErrUnreachable, ErrKeyRejected or ErrNotAuthoritative.
+func (c *Client) CheckZone(ctx context.Context, zone string) error {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(zone), dns.TypeSOA)
+	m.RecursionDesired = false
+	r, err := c.exchange(ctx, m, true)
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &opErr) || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	case errors.Is(err, dns.ErrSig) || errors.Is(err, dns.ErrSecret) || errors.Is(err, dns.ErrAuth):
+		return fmt.Errorf("%w: %w", ErrKeyRejected, err)
+	case err != nil:
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	if t := r.IsTsig(); r.Rcode == dns.RcodeNotAuth || (t != nil && t.Error != dns.RcodeSuccess) {
+		why := dns.RcodeToString[r.Rcode]
+		if t != nil && t.Error != dns.RcodeSuccess {
+			why = dns.RcodeToString[int(t.Error)]
+		}
+		return fmt.Errorf("%w %q (it answered %s; check the key's name, algorithm and secret)", ErrKeyRejected, c.Key.Name, why)
+	}
+	if r.Rcode != dns.RcodeSuccess {
+		return fmt.Errorf("%w %s: it answered %s to a query for its SOA", ErrNotAuthoritative, zone, dns.RcodeToString[r.Rcode])
+	}
+	for _, rr := range r.Answer {
+		if _, ok := rr.(*dns.SOA); ok && r.Authoritative && strings.EqualFold(rr.Header().Name, dns.Fqdn(zone)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w %s: its answer to a query for the zone's SOA is not an authoritative SOA of the zone", ErrNotAuthoritative, zone)
+}

@@ -3,7 +3,9 @@ package dnsupdate_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"orderly.dev/orderly/internal/dnsupdate"
 	"orderly.dev/orderly/internal/testdns"
@@ -68,5 +70,46 @@ func TestAgainstBIND(t *testing.T) {
 	m, _ = dnsupdate.UpdateFor(dnsupdate.Create, d)
 	if err := bad.Update(ctx, m); err == nil {
 		t.Fatal("an update signed with a wrong key was accepted")
+	}
+}
+
+// TestCheckZone: a served zone with the right key passes; a wrong secret, an unknown
+// key, a zone the server does not serve and a server that does not answer are each
+// told apart.
+func TestCheckZone(t *testing.T) {
+	s, err := testdns.Start("int.example.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	key := dnsupdate.Key{Name: testdns.KeyName, Algorithm: testdns.KeyAlgorithm, Secret: s.KeySecret}
+	if err := (&dnsupdate.Client{Server: s.Addr, Key: key}).CheckZone(ctx, s.Zone); err != nil {
+		t.Fatalf("the served zone with its key: %v", err)
+	}
+	wrong := key
+	wrong.Secret = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+	unknown := key
+	unknown.Name = "someone-else"
+	for _, tc := range []struct {
+		name   string
+		client dnsupdate.Client
+		zone   string
+		want   error
+	}{
+		{"wrong secret", dnsupdate.Client{Server: s.Addr, Key: wrong}, s.Zone, dnsupdate.ErrKeyRejected},
+		{"unknown key", dnsupdate.Client{Server: s.Addr, Key: unknown}, s.Zone, dnsupdate.ErrKeyRejected},
+		{"zone not served", dnsupdate.Client{Server: s.Addr, Key: key}, "other.example.test", dnsupdate.ErrNotAuthoritative},
+		{"no server", dnsupdate.Client{Server: "127.0.0.1:1", Key: key, Timeout: time.Second}, s.Zone, dnsupdate.ErrUnreachable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.client.CheckZone(ctx, tc.zone)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("CheckZone = %v, want %v", err, tc.want)
+			}
+			if strings.Contains(err.Error(), key.Secret) {
+				t.Fatal("the error quotes the secret")
+			}
+		})
 	}
 }

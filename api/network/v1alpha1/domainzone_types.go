@@ -194,13 +194,40 @@ type DomainZoneSpec struct {
 	Target Target `json:"target,omitempty"`
 }
 
+// Conditions of a DomainZone, besides Ready.
+const (
+	// ZoneConditionCredentialsReady: the TSIG Secret exists in the manager's
+	// namespace, holds a usable key, and the DNS server accepts it (RFC2136).
+	ZoneConditionCredentialsReady = "CredentialsReady"
+	// ZoneConditionServerReachable: the DNS server answers authoritatively for the
+	// zone (RFC2136), or the DNSEndpoint kind is served (ExternalDNS).
+	ZoneConditionServerReachable = "ServerReachable"
+)
+
+// DomainZoneStatus is what Orderly observed of the zone.
+type DomainZoneStatus struct {
+	// conditions: Ready (records can be written to the zone), CredentialsReady and
+	// ServerReachable, each with a reason.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// observedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
 // DomainZone is a DNS zone in which teams may register services: its DNS provider,
 // its certificate issuer, its route and which namespaces may use it. Platform teams
 // create it.
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=dz
 // +kubebuilder:printcolumn:name="Zone",type=string,JSONPath=`.spec.zone`
 // +kubebuilder:printcolumn:name="DNS",type=string,JSONPath=`.spec.dns.provider`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type DomainZone struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -209,6 +236,9 @@ type DomainZone struct {
 	// spec is the zone.
 	// +required
 	Spec DomainZoneSpec `json:"spec"`
+	// status is what Orderly observed of it.
+	// +optional
+	Status DomainZoneStatus `json:"status,omitempty"`
 }
 
 // DomainZoneList is a list of DomainZones.

@@ -101,13 +101,15 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 // addresses), watches CRDs (their names: a missing kind's CRD appearing), watches
 // Services (their names only: a ServiceDomain reports one that does not exist),
 // watches Namespaces' labels (metadata only: a
-// zone's allowedNamespaces selects by them), and reads TSIG Secrets by name (get
-// only: never listed, watched or cached; only the manager's namespace is read).
+// zone's allowedNamespaces selects by them), reads TSIG Secrets by name (get
+// only: never listed, watched or cached; only the manager's namespace is read), and
+// writes DomainZones' status (zonestatus.go: whether records can be written there).
 //
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=servicedomains,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=servicedomains/status,verbs=get;patch
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=servicedomains/finalizers,verbs=update
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=domainzones,verbs=get;list;watch
+// +kubebuilder:rbac:groups=network.orderly.dev,resources=domainzones/status,verbs=get;patch
 // +kubebuilder:rbac:groups=network.orderly.dev,resources=hostnameclaims,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
@@ -161,6 +163,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			handler.EnqueueRequestsFromMapFunc(r.domainsOfService), createdOrDeleted())).
 		Build(r)
 	if err != nil {
+		return err
+	}
+	if err := r.setupZones(mgr, opts); err != nil {
 		return err
 	}
 	r.watch = &watches{
