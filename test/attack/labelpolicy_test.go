@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
@@ -21,7 +22,9 @@ import (
 // LabelValueSet that finance keeps, in team-a. Mallory tries to run a workload without
 // it, to except herself (the policy's exceptions, its selector, the value list), to
 // take the label off a workload that was admitted, and to slip a bare pod past the
-// policy as if a controller had made it.
+// policy as if a controller had made it (owned by her ConfigMap, by a ReplicaSet
+// without being its controller's, by a controller the policy does not trust, or by a
+// ReplicaSet that does not exist).
 func TestAttackLabelPolicy(t *testing.T) {
 	ctx := context.Background()
 	set := &policyv1alpha1.LabelValueSet{ObjectMeta: metav1.ObjectMeta{Name: "attack-cost-centers"}, Spec: policyv1alpha1.LabelValueSetSpec{
@@ -104,14 +107,41 @@ func TestAttackLabelPolicy(t *testing.T) {
 	})
 
 	t.Run("a bare pod dressed as a controller's", func(t *testing.T) {
-		t.Skip("KNOWN HOLE: a Pod with any ownerReferences skips LabelPolicy's admission (matchCondition bare-pods-only) and its audit, " +
-			"so an editor creates an unlabelled Pod owned by one of her own ConfigMaps; no rule CEL can evaluate tells a controller's pod from a forged one " +
-			"(see the attack suite's report and docs/security.md)")
 		g := NewWithT(t)
 		owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: teamA, Name: "fake-owner"}}
 		create(t, attacker, owner)
-		pod := withLabel("disguised", "")
-		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}}
-		refused(g, attacker.Create(ctx, pod), "cost-center")
+		// Judged as bare pods: any owner that is not a trusted controller.
+		for name, ref := range map[string]metav1.OwnerReference{
+			"disguised":            {APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID},
+			"disguised-control":    {APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)},
+			"disguised-rs":         {APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: owner.UID},
+			"disguised-old-api":    {APIVersion: "apps/v1beta2", Kind: "ReplicaSet", Name: "web-1", UID: owner.UID, Controller: ptr.To(true)},
+			"disguised-operator":   {APIVersion: "postgresql.cnpg.io/v1", Kind: "Cluster", Name: "db", UID: owner.UID, Controller: ptr.To(true)},
+			"disguised-deployment": {APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: owner.UID, Controller: ptr.To(true)},
+		} {
+			pod := withLabel(name, "")
+			pod.OwnerReferences = []metav1.OwnerReference{ref}
+			refused(g, attacker.Create(ctx, pod), "cost-center")
+		}
+		// Contained: a controller reference to a ReplicaSet that does not exist is
+		// admitted (the policy cannot see owners), and the garbage collector deletes
+		// the pod.
+		ghost := withLabel("ghost-owned", "")
+		ghost.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "ghost", UID: "00000000-0000-0000-0000-00000000dead", Controller: ptr.To(true)}}
+		create(t, attacker, ghost)
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(admin.Get(ctx, client.ObjectKeyFromObject(ghost), &corev1.Pod{}))
+		}, timeout, poll).Should(BeTrue(), "the pod of a ReplicaSet that does not exist is garbage-collected")
+		// Control: a labelled Deployment whose template does not carry the label runs
+		// its pods: its ReplicaSet's pods are judged through it.
+		d := deployment(teamA, "controlled")
+		d.Labels = map[string]string{"cost-center": "cc-0042"}
+		create(t, attacker, d)
+		g.Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(admin.List(ctx, &pods, client.InNamespace(teamA), client.MatchingLabels{"app": "controlled"})).To(Succeed())
+			g.Expect(pods.Items).NotTo(BeEmpty())
+			g.Expect(pods.Items[0].Labels).NotTo(HaveKey("cost-center"))
+		}, timeout, poll).Should(Succeed())
 	})
 }

@@ -69,9 +69,12 @@ const (
 
 // LabelPolicyMatch selects the workloads a policy applies to.
 type LabelPolicyMatch struct {
-	// kinds of workload the policy applies to. Pods are matched only when bare (they
-	// have no ownerReferences), so the policy never stops a ReplicaSet, Job or other
-	// controller from creating its pods.
+	// kinds of workload the policy applies to. A Pod whose controller (the
+	// ownerReference with controller: true) is a ReplicaSet, StatefulSet or DaemonSet
+	// (apps/v1), a Job (batch/v1), a ReplicationController (v1) or a kind listed in
+	// podOwners is judged through that controller and not on its own, so the policy
+	// never stops a controller from creating its pods; every other Pod, whatever
+	// ownerReferences it has, is judged as a bare Pod.
 	// +optional
 	// +kubebuilder:default={Deployment,StatefulSet,DaemonSet,Job,CronJob,Pod}
 	// +kubebuilder:validation:MinItems=1
@@ -93,6 +96,39 @@ type LabelPolicyMatch struct {
 	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=set
 	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+
+	// podOwners are further kinds whose Pods are judged through them, for operators
+	// that create Pods themselves rather than through a workload (CloudNativePG's
+	// postgresql.cnpg.io/v1 Cluster, Strimzi's core.strimzi.io/v1beta2 StrimziPodSet).
+	// A Pod is exempt when its controller ownerReference has exactly one of these
+	// apiVersions and kinds. An operator that is not listed must put the label on the
+	// Pods it creates, or they are refused like bare Pods. Listing a kind lets anyone
+	// who may create such objects run Pods without the label: list only kinds whose
+	// objects the policy's label is enforced on another way.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	PodOwners []PodOwner `json:"podOwners,omitempty"`
+}
+
+// PodOwner is a kind of object that creates Pods directly, as a Pod's controller
+// ownerReference names it.
+type PodOwner struct {
+	// apiVersion of the owner as its ownerReferences carry it, group/version, e.g.
+	// postgresql.cnpg.io/v1. Exact: the garbage collector removes a Pod whose owner
+	// does not exist only when it serves that version, so no other version is trusted.
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/v[0-9]+((alpha|beta)[0-9]+)?$`
+	APIVersion string `json:"apiVersion"`
+
+	// kind of the owner, e.g. Cluster.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	Kind string `json:"kind"`
 }
 
 // AllowedValuesSource names where a LabelPolicy's allowed values are kept.

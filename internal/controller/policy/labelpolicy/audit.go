@@ -67,6 +67,9 @@ type auditResult struct {
 	remediationErrors    int
 	remediationConflicts int
 	firstRemediationErr  error
+	// ownerLookups counts the controllers of violating pods the audit read to tell
+	// whether they vouch for their pods (at most maxOwnerLookups).
+	ownerLookups int
 }
 
 // workload is the part of a workload the audit reads.
@@ -168,6 +171,7 @@ func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, r
 	}
 	res.drift, res.driftCount, res.tenantsRead = firstDrift(drift), int32(len(drift)), tenants != nil
 	top := newTopViolations()
+	owners := newOwnerChecker(r.APIReader, p.Spec.Label)
 	for _, k := range matchKinds(p) {
 		info := kinds[k]
 		gvk := schema.GroupVersionKind{Group: info.group, Version: info.version, Kind: string(k) + "List"}
@@ -184,10 +188,17 @@ func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, r
 				if !ok {
 					continue
 				}
-				if k == policyv1alpha1.KindPod && len(item.OwnerReferences) > 0 {
-					continue
-				}
 				w := workload{kind: string(k), namespace: item.Namespace, name: item.Name, labels: item.Labels}
+				if k == policyv1alpha1.KindPod {
+					// A trusted controller's pod is judged through its controller, unless
+					// it violates the policy and the controller does not vouch for it:
+					// then it is judged as the bare pod it is.
+					if ref := trustedControllerRef(p, item.OwnerReferences); ref != nil {
+						if v, _ := verdictFrom(p, re, vs, w, nl, ""); v == nil || owners.vouchFor(ctx, item, *ref) {
+							continue
+						}
+					}
+				}
 				res.workloads++
 				t := res.namespaces[item.Namespace]
 				t.workloads++
@@ -234,6 +245,7 @@ func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, r
 		}
 	}
 	res.top, res.retainedPeak = top.sorted(), top.peak
+	res.ownerLookups = owners.lookups
 	if res.remediationErrors > 0 {
 		log.FromContext(ctx).Error(res.firstRemediationErr, "Labelling workloads for LabelPolicy", "labelpolicy", p.Name, "failed", res.remediationErrors)
 	}

@@ -192,17 +192,10 @@ func bindingMatch(p *policyv1alpha1.LabelPolicy, managerNS string) *admissionv1.
 
 const corev1NamespaceNameLabel = "kubernetes.io/metadata.name"
 
-// barePodsOnly keeps pods that a controller creates out of the policy: a ReplicaSet,
-// Job or StatefulSet must always be able to create its pods.
-var barePodsOnly = admissionv1.MatchCondition{
-	Name:       "bare-pods-only",
-	Expression: `request.kind.kind != 'Pod' || !has(object.metadata.ownerReferences) || size(object.metadata.ownerReferences) == 0`,
-}
-
 // matchConditions are the conditions of every generated policy and webhook: never in
-// a protected namespace, and only bare pods.
-func matchConditions(managerNS string) []admissionv1.MatchCondition {
-	return []admissionv1.MatchCondition{kit.ProtectedMatchCondition(managerNS), barePodsOnly}
+// a protected namespace, and no Pod that a trusted controller created (owners.go).
+func matchConditions(p *policyv1alpha1.LabelPolicy, managerNS string) []admissionv1.MatchCondition {
+	return []admissionv1.MatchCondition{kit.ProtectedMatchCondition(managerNS), podsMatchCondition(p)}
 }
 
 // celString quotes s as a CEL string literal.
@@ -350,7 +343,7 @@ func compileVAP(p *policyv1alpha1.LabelPolicy, managerNS string, opts Options) *
 			FailurePolicy:    &failure,
 			ParamKind:        paramKind,
 			MatchConstraints: matchConstraints(p),
-			MatchConditions:  matchConditions(managerNS),
+			MatchConditions:  matchConditions(p, managerNS),
 			Variables:        vars,
 			Validations: []admissionv1.Validation{{
 				Expression:        expr,
@@ -467,7 +460,7 @@ func compileMAP(p *policyv1alpha1.LabelPolicy, managerNS string, opts Options) *
 		Spec: admissionv1.MutatingAdmissionPolicySpec{
 			FailurePolicy:      &failure,
 			MatchConstraints:   matchConstraints(p),
-			MatchConditions:    matchConditions(managerNS),
+			MatchConditions:    matchConditions(p, managerNS),
 			Variables:          vars,
 			Mutations:          mutations,
 			ReinvocationPolicy: admissionv1.NeverReinvocationPolicy,
@@ -525,7 +518,7 @@ func compileWebhook(p *policyv1alpha1.LabelPolicy, e *admission.Endpoint, manage
 			TimeoutSeconds:          &timeout,
 			AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy:      ptr.To(admissionv1.NeverReinvocationPolicy),
-			MatchConditions:         matchConditions(managerNS),
+			MatchConditions:         matchConditions(p, managerNS),
 		}},
 	}
 }

@@ -34,6 +34,7 @@ type labelPolicyInput struct {
 	managerNS                                          string
 	cutoff                                             int64
 	tenant, costCenter                                 string
+	ownerAPIVersion, ownerKind                         string
 }
 
 func (in labelPolicyInput) policy() (*policyv1alpha1.LabelPolicy, Options) {
@@ -66,6 +67,9 @@ func (in labelPolicyInput) policy() (*policyv1alpha1.LabelPolicy, Options) {
 		}
 		p.Spec.Exceptions = []policyv1alpha1.LabelPolicyException{e}
 	}
+	if in.ownerAPIVersion != "" || in.ownerKind != "" {
+		p.Spec.Match.PodOwners = []policyv1alpha1.PodOwner{{APIVersion: in.ownerAPIVersion, Kind: in.ownerKind}}
+	}
 	opts := Options{}
 	if in.cutoff != 0 {
 		opts.ValuesCutoff = time.Unix(in.cutoff, 0)
@@ -93,7 +97,7 @@ func selector(key, value string, op uint8) *metav1.LabelSelector {
 // admitted says whether the API server would store the policy (the CRD's rules,
 // the ones that matter to what Compile writes).
 func (in labelPolicyInput) admitted(p *policyv1alpha1.LabelPolicy) bool {
-	for _, s := range []string{in.name, in.label, in.value1, in.value2, in.pattern, in.defaultValue, in.excludedNS, in.exceptionNS, in.selKey, in.selValue, in.managerNS, in.tenant, in.costCenter} {
+	for _, s := range []string{in.name, in.label, in.value1, in.value2, in.pattern, in.defaultValue, in.excludedNS, in.exceptionNS, in.selKey, in.selValue, in.managerNS, in.tenant, in.costCenter, in.ownerAPIVersion, in.ownerKind} {
 		if !utf8.ValidString(s) {
 			return false // strings from the API server are JSON
 		}
@@ -127,6 +131,11 @@ func (in labelPolicyInput) admitted(p *policyv1alpha1.LabelPolicy) bool {
 	if in.managerNS != "" && !apiName.MatchString(in.managerNS) {
 		return false
 	}
+	for _, o := range p.Spec.Match.PodOwners {
+		if !apiPodOwnerVersion.MatchString(o.APIVersion) || len(o.APIVersion) > 317 || !apiPodOwnerKind.MatchString(o.Kind) || len(o.Kind) > 63 {
+			return false
+		}
+	}
 	if validateExceptions(p) != nil {
 		return false // the controller reports it and compiles nothing
 	}
@@ -155,9 +164,11 @@ func addLabelPolicySeeds(f *testing.F) {
 		{name: "cost", label: "cost-center", excludedNS: " "},
 		{name: "cost", label: "cost-center", pattern: `\Qcc-`},
 		{name: "cost", label: "cost-center", fromSet: true, cutoff: time.Date(0, 6, 1, 0, 0, 0, 0, time.UTC).Unix()},
+		{name: "cost", label: "cost-center", action: 1, ownerAPIVersion: "postgresql.cnpg.io/v1", ownerKind: "Cluster"},
+		{name: "cost", label: "cost-center", ownerAPIVersion: "core.strimzi.io/v1beta2", ownerKind: "StrimziPodSet"},
 	} {
 		f.Add(in.name, in.label, in.value1, in.value2, in.pattern, in.defaultValue, in.action, in.propagate, in.fromSet, in.fromTenant,
-			in.excludedNS, in.exceptionNS, in.selKey, in.selValue, in.selOp, in.selOnNamespaces, in.managerNS, in.cutoff, in.tenant, in.costCenter)
+			in.excludedNS, in.exceptionNS, in.selKey, in.selValue, in.selOp, in.selOnNamespaces, in.managerNS, in.cutoff, in.tenant, in.costCenter, in.ownerAPIVersion, in.ownerKind)
 	}
 }
 
@@ -171,9 +182,10 @@ func addLabelPolicySeeds(f *testing.F) {
 func FuzzCompileLabelPolicy(f *testing.F) {
 	addLabelPolicySeeds(f)
 	f.Fuzz(func(t *testing.T, name, label, value1, value2, pattern, defaultValue string, action uint8, propagate, fromSet, fromTenant bool,
-		excludedNS, exceptionNS, selKey, selValue string, selOp uint8, selOnNamespaces bool, managerNS string, cutoff int64, tenant, costCenter string) {
+		excludedNS, exceptionNS, selKey, selValue string, selOp uint8, selOnNamespaces bool, managerNS string, cutoff int64, tenant, costCenter,
+		ownerAPIVersion, ownerKind string) {
 		in := labelPolicyInput{name, label, value1, value2, pattern, defaultValue, action, propagate, fromSet, fromTenant,
-			excludedNS, exceptionNS, selKey, selValue, selOp, selOnNamespaces, managerNS, cutoff, tenant, costCenter}
+			excludedNS, exceptionNS, selKey, selValue, selOp, selOnNamespaces, managerNS, cutoff, tenant, costCenter, ownerAPIVersion, ownerKind}
 		p, opts := in.policy()
 		re, err := CompilePattern(p)
 		if err != nil && !strings.Contains(err.Error(), "allowedPattern") {

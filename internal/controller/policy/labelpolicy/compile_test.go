@@ -98,7 +98,7 @@ func equalActions(a, b []admissionv1.ValidationAction) bool {
 	return true
 }
 
-func TestCompileMatchesBarePodsOnlyAndExcludesSystemNamespaces(t *testing.T) {
+func TestCompileMatchesPodsWithoutTrustedControllerAndExcludesSystemNamespaces(t *testing.T) {
 	p := testPolicy(policyv1alpha1.ActionDeny, func(p *policyv1alpha1.LabelPolicy) {
 		// Names no namespace can have are left out: in the binding's NotIn they made
 		// the API server refuse it (found by FuzzCompileLabelPolicy).
@@ -106,9 +106,10 @@ func TestCompileMatchesBarePodsOnlyAndExcludesSystemNamespaces(t *testing.T) {
 		p.Spec.Match.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 	})
 	c := Compile(p, policyv1alpha1.AdmissionModeNative, nil, "")
-	// Bare pods only, and never in a protected namespace (TestCompileProtectsNamespaces).
-	if !slices.Equal(c.VAP.Spec.MatchConditions, []admissionv1.MatchCondition{kit.ProtectedMatchCondition(""), barePodsOnly}) {
-		t.Errorf("matchConditions = %v, want only bare pods outside the protected namespaces", c.VAP.Spec.MatchConditions)
+	// No pods of trusted controllers (TestPodOwnerRule), and never in a protected
+	// namespace (TestCompileProtectsNamespaces).
+	if !slices.Equal(c.VAP.Spec.MatchConditions, []admissionv1.MatchCondition{kit.ProtectedMatchCondition(""), podsMatchCondition(p)}) {
+		t.Errorf("matchConditions = %v, want only pods without a trusted controller, outside the protected namespaces", c.VAP.Spec.MatchConditions)
 	}
 	var resources []string
 	for _, r := range c.VAP.Spec.MatchConstraints.ResourceRules {
@@ -266,7 +267,7 @@ func TestCompileWebhook(t *testing.T) {
 		if *w.FailurePolicy != admissionv1.Ignore || *w.TimeoutSeconds != 5 || *w.SideEffects != admissionv1.SideEffectClassNone {
 			t.Errorf("defaults: failurePolicy %v, timeout %d, sideEffects %v", *w.FailurePolicy, *w.TimeoutSeconds, *w.SideEffects)
 		}
-		if !slices.Equal(w.MatchConditions, []admissionv1.MatchCondition{kit.ProtectedMatchCondition(""), barePodsOnly}) {
+		if !slices.Equal(w.MatchConditions, []admissionv1.MatchCondition{kit.ProtectedMatchCondition(""), podsMatchCondition(p)}) {
 			t.Errorf("matchConditions = %v", w.MatchConditions)
 		}
 		if w.NamespaceSelector.MatchLabels["team"] != "a" || len(w.Rules) != 3 {
@@ -324,8 +325,8 @@ func TestCompileProtectsNamespaces(t *testing.T) {
 				if !slices.Contains(m.conditions, wantCondition) {
 					t.Errorf("%s: matchConditions %v lack %v", m.what, m.conditions, wantCondition)
 				}
-				if !slices.Contains(m.conditions, barePodsOnly) {
-					t.Errorf("%s: matchConditions %v lack %v", m.what, m.conditions, barePodsOnly)
+				if !slices.Contains(m.conditions, podsMatchCondition(p)) {
+					t.Errorf("%s: matchConditions %v lack %v", m.what, m.conditions, podsMatchCondition(p))
 				}
 				want := metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn,
 					Values: []string{"kube-node-lease", "kube-public", "kube-system", managerNS}}

@@ -101,6 +101,9 @@ func valuesKey(s *policyv1alpha1.LabelValueSet, now time.Time) string {
 	return s.ResourceVersion + "@" + valuesCutoff(s, now).String()
 }
 
+// The audit reads (get, by name) the built-in controller of a pod that violates the
+// policy, to tell whether it vouches for the pod (owners.go).
+//
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies/finalizers,verbs=update
@@ -111,6 +114,9 @@ func valuesKey(s *policyv1alpha1.LabelValueSet, now time.Time) string {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=list;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=list;patch
+// +kubebuilder:rbac:groups=apps,resources=replicasets;statefulsets;daemonsets,verbs=get
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
+// +kubebuilder:rbac:groups="",resources=replicationcontrollers,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Controller is the LabelPolicy controller as the manager runs it.

@@ -4,6 +4,7 @@ package labelpolicy
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -60,6 +62,25 @@ func deployment(ns, name string, lbls map[string]string) *appsv1.Deployment {
 			Selector: &metav1.LabelSelector{MatchLabels: sel},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
+			},
+		},
+	}
+}
+
+// replicaSet is a ReplicaSet whose pod template carries tmpl as labels (besides its
+// selector's).
+func replicaSet(ns, name string, tmpl map[string]string) *appsv1.ReplicaSet {
+	sel := map[string]string{"app": name}
+	labels := map[string]string{"app": name}
+	maps.Copy(labels, tmpl)
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To(int32(0)),
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
 			},
 		},
@@ -127,11 +148,33 @@ func TestDenyRejectsMissingAndNotAllowedLabels(t *testing.T) {
 	g.Expect(k.Create(ctx, deployment("deny-a", "good", map[string]string{"cc-deny": "sales"}))).To(Succeed())
 	g.Expect(k.Create(ctx, deployment("deny-excluded", "nolabel", nil))).To(Succeed(), "excluded namespaces are not subject to the policy")
 
-	// Bare pods are checked; pods a controller creates are not.
+	// Bare pods are checked, and so is every pod that no trusted controller created,
+	// whatever its ownerReferences; pods of a trusted controller are not.
 	g.Expect(k.Create(ctx, pod("deny-a", "bare"))).NotTo(Succeed())
+	for name, refs := range map[string][]metav1.OwnerReference{
+		"configmap-owned":      {{APIVersion: "v1", Kind: "ConfigMap", Name: "mine", UID: "1234"}},
+		"configmap-controlled": {{APIVersion: "v1", Kind: "ConfigMap", Name: "mine", UID: "1234", Controller: ptr.To(true)}},
+		"replicaset-owned":     {{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "1234"}},
+		"operator-controlled":  {{APIVersion: "postgresql.cnpg.io/v1", Kind: "Cluster", Name: "db", UID: "1234", Controller: ptr.To(true)}},
+	} {
+		dressed := pod("deny-a", name)
+		dressed.OwnerReferences = refs
+		err := k.Create(ctx, dressed)
+		g.Expect(err).To(HaveOccurred(), "pod %s", name)
+		g.Expect(err.Error()).To(ContainSubstring("Pod deny-a/" + name + " has no label cc-deny"))
+	}
 	owned := pod("deny-a", "owned")
-	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "1234"}}
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "1234", Controller: ptr.To(true)}}
 	g.Expect(k.Create(ctx, owned)).To(Succeed())
+	// An operator that creates pods itself: once the platform lists its kind, its
+	// pods are judged through it.
+	g.Expect(k.Patch(ctx, getPolicy(g, "deny"), client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"match":{"podOwners":[{"apiVersion":"postgresql.cnpg.io/v1","kind":"Cluster"}]}}}`)))).To(Succeed())
+	g.Eventually(func() error {
+		op := pod("deny-a", "operator-controlled")
+		op.OwnerReferences = []metav1.OwnerReference{{APIVersion: "postgresql.cnpg.io/v1", Kind: "Cluster", Name: "db", UID: "1234", Controller: ptr.To(true)}}
+		return k.Create(ctx, op, client.DryRunAll)
+	}, timeout, poll).Should(Succeed())
 
 	// An update that keeps an existing violation as it was is admitted (controllers
 	// must keep working); removing an allowed label is not.
@@ -204,9 +247,31 @@ func TestAuditReportsAndAdmits(t *testing.T) {
 		g.Expect(k.Create(ctx, d)).To(Succeed())
 	}
 	g.Expect(k.Create(ctx, pod("audit-a", "bare"))).To(Succeed())
-	owned := pod("audit-a", "owned")
-	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "1234"}}
-	g.Expect(k.Create(ctx, owned)).To(Succeed())
+	// A ReplicaSet's pods are left to it (its template has no label: nor do they);
+	// pods it does not vouch for are judged as bare pods: a reference to a
+	// ReplicaSet that does not exist, a pod without the label its ReplicaSet's
+	// template carries, a pod some other object owns.
+	rs := replicaSet("audit-a", "rs", nil)
+	g.Expect(k.Create(ctx, rs)).To(Succeed())
+	labelled := replicaSet("audit-a", "labelled-rs", map[string]string{"cc-audit": "cc-1"})
+	g.Expect(k.Create(ctx, labelled)).To(Succeed())
+	controlledBy := func(kind, name string, uid types.UID) []metav1.OwnerReference {
+		apiVersion := "apps/v1"
+		if kind == "ConfigMap" {
+			apiVersion = "v1"
+		}
+		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(kind != "ConfigMap")}}
+	}
+	for name, refs := range map[string][]metav1.OwnerReference{
+		"owned":           controlledBy("ReplicaSet", rs.Name, rs.UID),
+		"forged":          controlledBy("ReplicaSet", "ghost", "1234"),
+		"unlike-template": controlledBy("ReplicaSet", labelled.Name, labelled.UID),
+		"configmap-owned": controlledBy("ConfigMap", "mine", "5678"),
+	} {
+		dressed := pod("audit-a", name)
+		dressed.OwnerReferences = refs
+		g.Expect(k.Create(ctx, dressed)).To(Succeed())
+	}
 
 	p := newPolicy("audit", "cc-audit", policyv1alpha1.ActionAudit)
 	p.Spec.AllowedPattern = "cc-[0-9]+"
@@ -215,11 +280,14 @@ func TestAuditReportsAndAdmits(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		p := getPolicy(g, "audit")
 		g.Expect(p.Status.LastAuditTime).NotTo(BeNil())
-		g.Expect(p.Status.Violations).To(Equal(int32(4)))
+		g.Expect(p.Status.Violations).To(Equal(int32(7)))
 		g.Expect(p.Status.TopViolations).To(ConsistOf(
 			policyv1alpha1.Violation{Kind: "Deployment", Namespace: "audit-a", Name: "missing-1", Reason: "Missing"},
 			policyv1alpha1.Violation{Kind: "Deployment", Namespace: "audit-a", Name: "missing-2", Reason: "Missing"},
 			policyv1alpha1.Violation{Kind: "Pod", Namespace: "audit-a", Name: "bare", Reason: "Missing"},
+			policyv1alpha1.Violation{Kind: "Pod", Namespace: "audit-a", Name: "forged", Reason: "Missing"},
+			policyv1alpha1.Violation{Kind: "Pod", Namespace: "audit-a", Name: "unlike-template", Reason: "Missing"},
+			policyv1alpha1.Violation{Kind: "Pod", Namespace: "audit-a", Name: "configmap-owned", Reason: "Missing"},
 			policyv1alpha1.Violation{Kind: "Deployment", Namespace: "audit-b", Name: "wrong", Reason: "NotAllowed", Value: "nope"},
 		))
 		c := cond(p, policyv1alpha1.ConditionCompliant)

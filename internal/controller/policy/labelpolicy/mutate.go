@@ -32,8 +32,8 @@ type MutationRequest struct {
 // anything. It is that policy's Go twin, run by Orderly's webhook where the API server
 // does not serve MutatingAdmissionPolicy; the unit tests hold the two to the same cases.
 func Mutate(p *policyv1alpha1.LabelPolicy, req MutationRequest) bool {
-	if req.Kind == policyv1alpha1.KindPod && len(getSlice(req.Object, "metadata", "ownerReferences")) > 0 {
-		return false // bare pods only, as barePodsOnly says
+	if req.Kind == policyv1alpha1.KindPod && judgedThroughOwner(p, ownerRefsOf(req.Object)) {
+		return false // a trusted controller's pod, as podsMatchCondition says
 	}
 	key := p.Spec.Label
 	own := getString(req.Object, "metadata", "labels", key)

@@ -46,9 +46,15 @@ func TestMutate(t *testing.T) {
 		{"deny fills nothing in", testPolicy(policyv1alpha1.ActionDeny, withDefault),
 			MutationRequest{Kind: policyv1alpha1.KindDeployment, Object: deploymentObject(nil, nil), NamespaceLabels: map[string]string{"cost-center": "ns-cc"}},
 			false, "", ""},
-		{"owned pods are left alone", testPolicy(policyv1alpha1.ActionDefault, withDefault),
-			MutationRequest{Kind: policyv1alpha1.KindPod, Object: map[string]any{"metadata": map[string]any{"ownerReferences": []any{map[string]any{"kind": "ReplicaSet"}}}}},
+		{"a trusted controller's pods are left alone", testPolicy(policyv1alpha1.ActionDefault, withDefault),
+			MutationRequest{Kind: policyv1alpha1.KindPod, Object: map[string]any{"metadata": map[string]any{"ownerReferences": []any{
+				map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "u", "controller": true}}}}},
 			false, "", ""},
+		{"a pod owned by anything else is defaulted like a bare pod", testPolicy(policyv1alpha1.ActionDefault, withDefault),
+			MutationRequest{Kind: policyv1alpha1.KindPod, Object: map[string]any{"metadata": map[string]any{"ownerReferences": []any{
+				map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "mine", "uid": "u", "controller": true},
+				map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "u"}}}}},
+			true, "shared", ""},
 		{"bare pod defaulted", testPolicy(policyv1alpha1.ActionDefault, withDefault, propagate),
 			MutationRequest{Kind: policyv1alpha1.KindPod, Object: map[string]any{"metadata": map[string]any{"name": "p"}}},
 			true, "shared", ""},

@@ -94,9 +94,14 @@ var Cases = []Case{
 				WantLabel: "shared", WantTemplateLabel: "shared"},
 			{Name: "a label that is set is kept, and propagated", Workload: Workload{"plain", deploymentNamed("own", map[string]string{"cc-fill": "mine"})},
 				WantLabel: "mine", WantTemplateLabel: "mine"},
-			{Name: "a bare pod is labelled", Workload: Workload{"plain", podNamed("bare", false)},
+			{Name: "a bare pod is labelled", Workload: Workload{"plain", podNamed("bare")},
 				WantLabel: "shared"},
-			{Name: "a pod with an owner is left alone", Workload: Workload{"plain", podNamed("owned", true)}},
+			{Name: "a ReplicaSet's pod is left alone", Workload: Workload{"plain", podNamed("owned",
+				metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "00000000-0000-0000-0000-000000000001", Controller: ptr.To(true)})}},
+			{Name: "a pod some other object owns is labelled like a bare pod", Workload: Workload{"plain", podNamed("dressed",
+				metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "mine", UID: "00000000-0000-0000-0000-000000000002", Controller: ptr.To(true)},
+				metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "00000000-0000-0000-0000-000000000001"})},
+				WantLabel: "shared"},
 			// Labelling the template on its own would roll the workload out.
 			{Name: "an update that leaves the pod template alone does not label it", Workload: Workload{"plain", legacy},
 				Update:    func(o client.Object) { o.(*appsv1.Deployment).Spec.Replicas = ptr.To(int32(3)) },
@@ -275,16 +280,13 @@ func deploymentNamed(name string, lbls map[string]string) func(string) client.Ob
 	}
 }
 
-func podNamed(name string, owned bool) func(string) client.Object {
+// podNamed is a pod with the given ownerReferences (a bare pod without).
+func podNamed(name string, owners ...metav1.OwnerReference) func(string) client.Object {
 	return func(ns string) client.Object {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
 		}
-		if owned {
-			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "00000000-0000-0000-0000-000000000001"}}
-		}
-		return p
 	}
 }
 
