@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	deliveryv1alpha1 "orderly.dev/orderly/api/delivery/v1alpha1"
+	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	"orderly.dev/orderly/internal/devcluster"
 )
 
@@ -59,15 +60,50 @@ func httpRoute(ns, name, hostname, service string) *unstructured.Unstructured {
 	return u
 }
 
-// Canary: team-b runs the Deployment web behind its HTTPRoute web, and reads metrics
-// with a Prometheus token. Mallory aims her Canaries at team-b's Deployment and route,
-// names team-b's token Secret, points the provider at a host she controls (and has it
-// redirect to another), takes over a route in her namespace that is not the Canary's,
-// and has Orderly create a route for team-b's hostname.
+// canaryZone is the zone of the hostnames the Canary attacks claim: both teams may
+// register names in it (ServiceDomain), and a Canary's created route may carry only
+// the names its namespace holds.
+const canaryZone = "canary.attack.test"
+
+// claimHostname has a ServiceDomain in ns claim host (in canaryZone) and waits until
+// the claim is its own.
+func claimHostname(t *testing.T, c client.Client, ns, name, host string) {
+	t.Helper()
+	sd := &networkv1alpha1.ServiceDomain{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: networkv1alpha1.ServiceDomainSpec{
+		Hostname: host, Service: networkv1alpha1.ServiceRef{Name: name, Port: 8080}, Route: networkv1alpha1.RouteIngress, TLS: networkv1alpha1.TLSNone}}
+	create(t, c, sd)
+	NewWithT(t).Eventually(func(g Gomega) {
+		var claim networkv1alpha1.HostnameClaim
+		g.Expect(admin.Get(context.Background(), client.ObjectKey{Name: host}, &claim)).To(Succeed())
+		g.Expect(claim.Spec.Holder.Namespace + "/" + claim.Spec.Holder.Name).To(Equal(ns + "/" + name))
+	}, timeout, poll).Should(Succeed())
+}
+
+// Canary: team-b runs the Deployment web behind its HTTPRoute web, reads metrics with
+// a Prometheus token, and holds the hostname shop.canary.attack.test. Mallory aims her
+// Canaries at team-b's Deployment and route, names team-b's token Secret, points the
+// provider at a host she controls (and has it redirect to another), takes over a route
+// in her namespace that is not the Canary's, and has Orderly create a route for
+// team-b's hostnames, for a name nobody holds and for no hostname at all.
 func TestAttackCanary(t *testing.T) {
 	ctx := context.Background()
 	installGatewayAPI(t)
 	g := NewWithT(t)
+
+	// A zone both teams may use (its records go to external-dns, which does not run
+	// here: the claims are what matter), team-b's hostname in it, and hers.
+	create(t, admin, &networkv1alpha1.DomainZone{ObjectMeta: metav1.ObjectMeta{Name: "attack-canary"}, Spec: networkv1alpha1.DomainZoneSpec{
+		Zone: canaryZone,
+		AllowedNamespaces: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{teamA, teamB}}}},
+		DNS:    networkv1alpha1.DNS{Provider: networkv1alpha1.ProviderExternalDNS, ResyncInterval: metav1.Duration{Duration: time.Minute}},
+		Route:  networkv1alpha1.ZoneRoute{IngressClassName: "attack"},
+		Target: networkv1alpha1.Target{From: networkv1alpha1.TargetFromFixed, Addresses: []string{"192.0.2.40"}},
+	}})
+	drainOnCleanup(t, &networkv1alpha1.ServiceDomainList{})
+	claimHostname(t, victim, teamB, "shop", "shop."+canaryZone)
+	claimHostname(t, attacker, teamA, "probe", "probe."+canaryZone)
+	claimHostname(t, attacker, teamA, "mine", "mine."+canaryZone)
 
 	web := deployment(teamB, "web")
 	create(t, victim, web)
@@ -149,7 +185,7 @@ func TestAttackCanary(t *testing.T) {
 		})
 		create(t, attacker, deployment(teamA, "probe"))
 		c := canary("probe", "probe", deliveryv1alpha1.HTTPRouteTraffic{Name: "probe-route", Create: true,
-			ParentRefs: []deliveryv1alpha1.ParentRef{{Name: "shared", Namespace: "infra"}}, Hostnames: []string{"probe.a.attack.test"}}, host.URL, mToken.Name)
+			ParentRefs: []deliveryv1alpha1.ParentRef{{Name: "shared", Namespace: "infra"}}, Hostnames: []string{"probe." + canaryZone}}, host.URL, mToken.Name)
 		g.Eventually(func() []string { return host.headerValues("Authorization") }, timeout, poll).ShouldNot(BeEmpty())
 		// Control: her own token is what arrives.
 		for _, a := range host.headerValues("Authorization") {
@@ -178,22 +214,43 @@ func TestAttackCanary(t *testing.T) {
 	})
 
 	t.Run("a created route that claims team-b's hostname", func(t *testing.T) {
-		t.Skip("KNOWN HOLE: a Canary with httpRoute.create makes Orderly create an HTTPRoute with any spec.hostnames and parentRefs: " +
-			"an editor (edit grants no HTTPRoutes) gets a route for a hostname another team holds (a HostnameClaim of its ServiceDomain), " +
-			"bypassing the claims; see the attack suite's report and docs/security.md")
 		g := NewWithT(t)
-		create(t, attacker, deployment(teamA, "hijack"))
-		c := canary("hijack", "hijack", deliveryv1alpha1.HTTPRouteTraffic{Name: "hijack", Create: true,
-			ParentRefs: []deliveryv1alpha1.ParentRef{{Name: "shared", Namespace: "infra"}}, Hostnames: []string{"shop.b.attack.test"}}, "http://127.0.0.1:9/", "")
-		g.Eventually(func(g Gomega) {
-			get(g, c)
-			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
-		}, timeout, poll).Should(Succeed())
-		route := httpRoute(teamA, "hijack", "", "")
-		err := admin.Get(ctx, client.ObjectKeyFromObject(route), route)
-		if err == nil {
-			hosts, _, _ := unstructured.NestedStringSlice(route.Object, "spec", "hostnames")
-			g.Expect(hosts).NotTo(ContainElement("shop.b.attack.test"))
+		routeOf := func(name string) (*unstructured.Unstructured, error) {
+			route := httpRoute(teamA, name, "", "")
+			return route, admin.Get(ctx, client.ObjectKeyFromObject(route), route)
 		}
+		for name, tc := range map[string]struct {
+			hostnames []string
+			reason    string
+			says      string
+		}{
+			// team-b's hostname in a zone she may not use, and in one both may use.
+			"hijack":        {[]string{"shop.b.attack.test"}, "HostnameNotClaimed", "shop.b.attack.test"},
+			"hijack-shared": {[]string{"mine." + canaryZone, "shop." + canaryZone}, "HostnameNotClaimed", "shop." + canaryZone + " is held by a ServiceDomain of another namespace"},
+			// A name nobody holds, a wildcard over team-b's, and no hostname at all
+			// (every hostname of the Gateway's listener).
+			"unclaimed": {[]string{"free." + canaryZone}, "HostnameNotClaimed", "create a ServiceDomain for it in namespace " + teamA},
+			"wildcard":  {[]string{"*." + canaryZone}, "HostnameNotClaimed", "no wildcard"},
+			"catch-all": {nil, "HostnameRequired", "every hostname"},
+		} {
+			create(t, attacker, deployment(teamA, name))
+			c := canary(name, name, deliveryv1alpha1.HTTPRouteTraffic{Name: name, Create: true,
+				ParentRefs: []deliveryv1alpha1.ParentRef{{Name: "shared", Namespace: "infra"}}, Hostnames: tc.hostnames}, "http://127.0.0.1:9/", "")
+			cond := waitCondition(g, c, conds(c), deliveryv1alpha1.ConditionReady, tc.reason)
+			g.Expect(cond.Message).To(ContainSubstring(tc.says), name)
+			_, err := routeOf(name)
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "route %s was created: %v", name, err)
+		}
+		unchanged(g, bRoute, routeBefore)
+		// Control: a hostname her own ServiceDomain holds gets its route.
+		create(t, attacker, deployment(teamA, "own"))
+		canary("own", "own", deliveryv1alpha1.HTTPRouteTraffic{Name: "own", Create: true,
+			ParentRefs: []deliveryv1alpha1.ParentRef{{Name: "shared", Namespace: "infra"}}, Hostnames: []string{"mine." + canaryZone}}, "http://127.0.0.1:9/", "")
+		g.Eventually(func(g Gomega) {
+			route, err := routeOf("own")
+			g.Expect(err).NotTo(HaveOccurred())
+			hosts, _, _ := unstructured.NestedStringSlice(route.Object, "spec", "hostnames")
+			g.Expect(hosts).To(Equal([]string{"mine." + canaryZone}))
+		}, timeout, poll).Should(Succeed())
 	})
 }

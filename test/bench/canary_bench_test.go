@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	deliveryv1alpha1 "orderly.dev/orderly/api/delivery/v1alpha1"
+	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	"orderly.dev/orderly/config"
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/testprom"
@@ -87,6 +88,12 @@ func BenchmarkCanaries(b *testing.B) {
 			// Canary runs all its steps.
 			app.Set(ns, name(i), v, canaryapp.Behaviour{RPS: 50, ErrorRatio: 0.001})
 		}
+	}
+	// Each Canary's route carries a hostname its namespace holds, claimed by a
+	// ServiceDomain (records to external-dns, which does not run here), before the
+	// measurement starts.
+	if err := claimCanaryHostnames(ctx, c, ns, n, name); err != nil {
+		b.Fatal(err)
 	}
 	b.ResetTimer()
 	start := time.Now()
@@ -183,6 +190,39 @@ func benchTarget(ns, name, image string) *appsv1.Deployment {
 	}
 }
 
+// canaryBenchZone is the zone of the benchmark Canaries' hostnames.
+const canaryBenchZone = "canary.bench.test"
+
+// claimCanaryHostnames has a ServiceDomain in ns claim <name(i)>.canaryBenchZone for
+// each of the n Canaries, and waits for the claims.
+func claimCanaryHostnames(ctx context.Context, c client.Client, ns string, n int, name func(int) string) error {
+	if err := c.Create(ctx, &networkv1alpha1.DomainZone{ObjectMeta: metav1.ObjectMeta{Name: "bench-canary"}, Spec: networkv1alpha1.DomainZoneSpec{
+		Zone:  canaryBenchZone,
+		DNS:   networkv1alpha1.DNS{Provider: networkv1alpha1.ProviderExternalDNS, ResyncInterval: metav1.Duration{Duration: 10 * time.Minute}},
+		Route: networkv1alpha1.ZoneRoute{IngressClassName: "bench"}, Target: networkv1alpha1.Target{From: networkv1alpha1.TargetFromFixed, Addresses: []string{"192.0.2.1"}},
+	}}); err != nil {
+		return err
+	}
+	if err := parallel(n, 16, func(i int) error {
+		return c.Create(ctx, &networkv1alpha1.ServiceDomain{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}, Spec: networkv1alpha1.ServiceDomainSpec{
+			Hostname: name(i) + "." + canaryBenchZone, Service: networkv1alpha1.ServiceRef{Name: name(i) + "-primary", Port: 8080},
+			Route: networkv1alpha1.RouteIngress, TLS: networkv1alpha1.TLSNone}})
+	}); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		var claims networkv1alpha1.HostnameClaimList
+		if err := c.List(ctx, &claims); err == nil && len(claims.Items) >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the %d hostnames are not all claimed after 5 minutes", n)
+		}
+		time.Sleep(time.Second) //nolint:forbidigo // polling with a deadline
+	}
+}
+
 func benchCanary(ns, name, prometheus string, interval time.Duration, steps int) *deliveryv1alpha1.Canary {
 	var ss []deliveryv1alpha1.Step
 	for i := range steps {
@@ -195,6 +235,7 @@ func benchCanary(ns, name, prometheus string, interval time.Duration, steps int)
 			Service:   deliveryv1alpha1.CanaryService{Port: 8080},
 			Traffic: deliveryv1alpha1.Traffic{HTTPRoute: &deliveryv1alpha1.HTTPRouteTraffic{
 				Name: name, Create: true, ParentRefs: []deliveryv1alpha1.ParentRef{{Name: "public", Namespace: "infra"}},
+				Hostnames: []string{name + "." + canaryBenchZone},
 			}},
 			Steps: ss,
 			Analysis: deliveryv1alpha1.Analysis{

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	deliveryv1alpha1 "orderly.dev/orderly/api/delivery/v1alpha1"
+	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/testprom"
 	"orderly.dev/orderly/test/canaryapp"
@@ -61,6 +63,7 @@ func gatewayAPIInstalled() bool {
 // canaryRig is what one Canary test runs: its namespace, the metrics program, and
 // Prometheus scraping it.
 type canaryRig struct {
+	t    *testing.T
 	ns   string
 	app  *canaryapp.App
 	prom *testprom.Server
@@ -78,9 +81,48 @@ func newCanaryRig(t *testing.T, ns string) *canaryRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(prom.Close)
+	// The zone of the hostnames the rig's Canaries route: a created route carries only
+	// hostnames a ServiceDomain of its namespace holds. Records go to external-dns,
+	// which does not run here: the claims are what matter.
+	zone := &networkv1alpha1.DomainZone{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: networkv1alpha1.DomainZoneSpec{
+		Zone: ns + ".canary.test",
+		AllowedNamespaces: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{ns}}}},
+		DNS:    networkv1alpha1.DNS{Provider: networkv1alpha1.ProviderExternalDNS, ResyncInterval: metav1.Duration{Duration: time.Minute}},
+		Route:  networkv1alpha1.ZoneRoute{IngressClassName: "e2e"},
+		Target: networkv1alpha1.Target{From: networkv1alpha1.TargetFromFixed, Addresses: []string{"192.0.2.50"}},
+	}}
+	NewWithT(t).Expect(k.Create(context.Background(), zone)).To(Succeed())
+	t.Cleanup(func() { _ = k.Delete(context.Background(), zone) })
 	NewWithT(t).Expect(k.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	t.Cleanup(func() { _ = k.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
-	return &canaryRig{ns: ns, app: app, prom: prom}
+	return &canaryRig{t: t, ns: ns, app: app, prom: prom}
+}
+
+// hostname is the hostname of target's route, in the rig's zone.
+func (r *canaryRig) hostname(target string) string { return target + "." + r.ns + ".canary.test" }
+
+// claim has a ServiceDomain of the rig's namespace claim target's hostname, and waits
+// for the claim; the ServiceDomain goes (and is waited for) before the zone.
+func (r *canaryRig) claim(target string) {
+	t := r.t
+	t.Helper()
+	ctx := context.Background()
+	sd := &networkv1alpha1.ServiceDomain{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: target}, Spec: networkv1alpha1.ServiceDomainSpec{
+		Hostname: r.hostname(target), Service: networkv1alpha1.ServiceRef{Name: target + "-primary", Port: 8080},
+		Route: networkv1alpha1.RouteIngress, TLS: networkv1alpha1.TLSNone}}
+	NewWithT(t).Expect(k.Create(ctx, sd)).To(Succeed())
+	t.Cleanup(func() {
+		_ = k.Delete(context.Background(), sd)
+		NewWithT(t).Eventually(func() bool {
+			return apierrors.IsNotFound(k.Get(context.Background(), client.ObjectKeyFromObject(sd), sd))
+		}, 2*time.Minute, time.Second).Should(BeTrue(), "ServiceDomain %s/%s is not gone", sd.Namespace, sd.Name)
+	})
+	NewWithT(t).Eventually(func(g Gomega) {
+		var claim networkv1alpha1.HostnameClaim
+		g.Expect(k.Get(ctx, client.ObjectKey{Name: r.hostname(target)}, &claim)).To(Succeed())
+		g.Expect(claim.Spec.Holder.Namespace).To(Equal(r.ns))
+	}, 2*time.Minute, time.Second).Should(Succeed())
 }
 
 // errors sets the canary's error ratio; the primary's is 1%. At 500 requests a second
@@ -103,16 +145,17 @@ func (r *canaryRig) waitScraped(t *testing.T, target string) {
 	}
 }
 
-// canary is a Canary of target: an HTTPRoute Orderly creates, the steps given, and
-// the error ratio judged canary against primary.
+// canary is a Canary of target: an HTTPRoute Orderly creates for target's hostname
+// (claimed here), the steps given, and the error ratio judged canary against primary.
 func (r *canaryRig) canary(target string, steps ...deliveryv1alpha1.Step) *deliveryv1alpha1.Canary {
+	r.claim(target)
 	return &deliveryv1alpha1.Canary{
 		ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: target},
 		Spec: deliveryv1alpha1.CanarySpec{
 			TargetRef: deliveryv1alpha1.TargetRef{Name: target},
 			Service:   deliveryv1alpha1.CanaryService{Port: 8080},
 			Traffic: deliveryv1alpha1.Traffic{HTTPRoute: &deliveryv1alpha1.HTTPRouteTraffic{
-				Name: target, Create: true, ParentRefs: []deliveryv1alpha1.ParentRef{{Name: "public", Namespace: "infra"}}, Hostnames: []string{target + ".example.com"},
+				Name: target, Create: true, ParentRefs: []deliveryv1alpha1.ParentRef{{Name: "public", Namespace: "infra"}}, Hostnames: []string{r.hostname(target)},
 			}},
 			Steps: steps,
 			Analysis: deliveryv1alpha1.Analysis{

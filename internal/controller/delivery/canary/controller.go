@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	deliveryv1alpha1 "orderly.dev/orderly/api/delivery/v1alpha1"
+	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
@@ -76,8 +77,10 @@ type Reconciler struct {
 	// watches watches the route kinds from the first Canary that uses one (watch.go);
 	// nil in unit tests.
 	watches *kit.KindWatches
-	prom    *prometheusClients
-	gate    *gate
+	// claimsWatched: HostnameClaims are watched (hostnames.go); false in unit tests.
+	claimsWatched bool
+	prom          *prometheusClients
+	gate          *gate
 }
 
 // Controller is the Canary controller as the manager runs it.
@@ -112,7 +115,10 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 
 // The manager writes the Deployments and Services it creates, scales the user's
 // Deployment (patch), and sets weights in routes (update; routes are watched by
-// metadata, and CRDs by name, to notice a route or its CRD appearing). It reads
+// metadata, and CRDs by name, to notice a route or its CRD appearing). A route it
+// creates carries only hostnames claimed for the Canary's namespace: it watches
+// HostnameClaims (all Orderly's, and cached whole for ServiceDomain anyway) and reads
+// the ServiceDomain a claim names (get). It reads
 // Secrets one by one, by name, in a Canary's own namespace (get only: never listed,
 // watched or cached). Nothing is deleted by Orderly: what it creates carries an owner
 // reference and goes with the Canary.
@@ -126,6 +132,8 @@ func NewReconciler(mgr ctrl.Manager, deps kit.Deps) *Reconciler {
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=networking.istio.io,resources=virtualservices,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=network.orderly.dev,resources=hostnameclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=network.orderly.dev,resources=servicedomains,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Cache narrows the manager's cache to what this controller needs: of Services, only
@@ -156,6 +164,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &deliveryv1alpha1.Canary{}, routeIndex, indexRoutes); err != nil {
 		return fmt.Errorf("indexing Canaries by route: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &deliveryv1alpha1.Canary{}, claimIndex, indexClaims); err != nil {
+		return fmt.Errorf("indexing Canaries by the hostnames of their created routes: %w", err)
+	}
 	watches, err := kit.NewKindWatches(mgr, kit.KindWatchOptions{Clock: r.clock(), Kinds: r.kinds, Views: []kit.View{{Name: routesView}}})
 	if err != nil {
 		return err
@@ -170,11 +181,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		// generation) and the primary and canary (their rollouts). What the cache
 		// holds of them is never read: Deployments are read from the API server.
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.canariesForDeployment), builder.OnlyMetadata).
+		// A hostname claimed or released decides what a created route may carry.
+		Watches(&networkv1alpha1.HostnameClaim{}, handler.EnqueueRequestsFromMapFunc(r.canariesForClaim)).
 		Build(r)
 	if err != nil {
 		return err
 	}
-	r.watches = watches
+	r.watches, r.claimsWatched = watches, true
 	return watches.Bind(c)
 }
 

@@ -534,6 +534,7 @@ func TestHTTPRouteCRDInstalledLater(t *testing.T) {
 	defer cancel()
 	go rolloutStandIn(standIn, kk)
 	c := canaryFor("later", "web", 2*time.Second, 50)
+	claimWith(t, kk, "later", hostnameOf("later", "web"))
 	NewWithT(t).Expect(kk.Create(ctx, c)).To(Succeed())
 	get := func(g Gomega) *deliveryv1alpha1.Canary {
 		var got deliveryv1alpha1.Canary
@@ -681,6 +682,7 @@ func TestManagerRestartResumesAtTheSameStep(t *testing.T) {
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "web:1"}}}}},
 	})).To(Succeed())
 	c := canaryFor("restart", "web", 8*time.Second, 30, 100)
+	claimWith(t, kk, "restart", hostnameOf("restart", "web"))
 	NewWithT(t).Expect(kk.Create(ctx, c)).To(Succeed())
 	get := func(g Gomega) *deliveryv1alpha1.Canary {
 		var got deliveryv1alpha1.Canary

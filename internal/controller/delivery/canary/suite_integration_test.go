@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	deliveryv1alpha1 "orderly.dev/orderly/api/delivery/v1alpha1"
+	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/testenv"
@@ -162,6 +164,7 @@ func canaryFor(ns, target string, interval time.Duration, weights ...int32) *del
 			Service:   deliveryv1alpha1.CanaryService{Port: 8080},
 			Traffic: deliveryv1alpha1.Traffic{HTTPRoute: &deliveryv1alpha1.HTTPRouteTraffic{
 				Name: target, Create: true, ParentRefs: []deliveryv1alpha1.ParentRef{{Name: "gateway", Namespace: "infra"}},
+				Hostnames: []string{hostnameOf(ns, target)},
 			}},
 			Steps: steps,
 			Analysis: deliveryv1alpha1.Analysis{
@@ -179,10 +182,45 @@ func canaryFor(ns, target string, interval time.Duration, weights ...int32) *del
 	}
 }
 
+// create creates c, after claiming for its namespace the hostnames of the route
+// Orderly creates for it.
 func create(t *testing.T, c *deliveryv1alpha1.Canary) {
 	t.Helper()
+	if h := c.Spec.Traffic.HTTPRoute; h != nil && h.Create {
+		for _, host := range h.Hostnames {
+			claim(t, c.Namespace, host)
+		}
+	}
 	NewWithT(t).Expect(k.Create(context.Background(), c)).To(Succeed())
 	t.Cleanup(func() { _ = k.Delete(context.Background(), c) })
+}
+
+// hostnameOf is the hostname of target's created route in namespace ns.
+func hostnameOf(ns, target string) string { return target + "." + ns + ".example.test" }
+
+// claim makes ns hold host as the ServiceDomain controller would (it does not run in
+// this suite): a ServiceDomain in ns, and the HostnameClaim naming it. It returns the
+// ServiceDomain.
+func claim(t *testing.T, ns, host string) *networkv1alpha1.ServiceDomain {
+	t.Helper()
+	return claimWith(t, k, ns, host)
+}
+
+// claimWith is claim on the API server of k.
+func claimWith(t *testing.T, k client.Client, ns, host string) *networkv1alpha1.ServiceDomain {
+	t.Helper()
+	ctx := context.Background()
+	sd := &networkv1alpha1.ServiceDomain{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(host, ".", "-")},
+		Spec: networkv1alpha1.ServiceDomainSpec{Hostname: host, Service: networkv1alpha1.ServiceRef{Name: "web", Port: 8080}}}
+	NewWithT(t).Expect(k.Create(ctx, sd)).To(Succeed())
+	c := &networkv1alpha1.HostnameClaim{ObjectMeta: metav1.ObjectMeta{Name: host}, Spec: networkv1alpha1.HostnameClaimSpec{
+		Hostname: host, Holder: networkv1alpha1.ClaimHolder{Namespace: ns, Name: sd.Name, UID: string(sd.UID)}}}
+	NewWithT(t).Expect(k.Create(ctx, c)).To(Succeed())
+	t.Cleanup(func() {
+		_ = k.Delete(context.Background(), c)
+		_ = k.Delete(context.Background(), sd)
+	})
+	return sd
 }
 
 func getCanary(g Gomega, ns, name string) *deliveryv1alpha1.Canary {

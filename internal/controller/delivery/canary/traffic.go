@@ -104,8 +104,10 @@ func (r *Reconciler) observeRouter(ctx context.Context, c *deliveryv1alpha1.Cana
 	case apierrors.IsNotFound(err):
 		if !rt.create {
 			o.reason, o.message = "RouteNotFound", fmt.Sprintf("%s %s does not exist in namespace %s: create it, or set create: true", rt.kind, rt.name, c.Namespace)
+			return o, nil
 		}
-		return o, nil
+		// Created only with hostnames the namespace holds.
+		return o, r.checkHostnames(ctx, c, &o)
 	case err != nil:
 		return o, fmt.Errorf("reading %s %s: %w", rt.kind, rt.name, err)
 	}
@@ -128,7 +130,40 @@ func (r *Reconciler) observeRouter(ctx context.Context, c *deliveryv1alpha1.Cana
 		o.reason = "RouteNotReferencing"
 		o.message = fmt.Sprintf("%s %s sends no traffic to Service %s: point a rule at it, and Orderly adds %s next to it", rt.kind, rt.name, primary, canary)
 	}
+	if rt.create {
+		// A route Orderly created keeps only hostnames the namespace still holds.
+		return o, r.checkHostnames(ctx, c, &o)
+	}
 	return o, nil
+}
+
+// checkHostnames refuses a route Orderly creates for hostnames the Canary's
+// namespace does not hold (hostnames.go): nothing is created, and a route created
+// earlier loses those hostnames (or, with none left, its Gateways) at once, whether or
+// not the Canary's traffic is otherwise ready.
+func (r *Reconciler) checkHostnames(ctx context.Context, c *deliveryv1alpha1.Canary, o *routerObservation) error {
+	holdings, err := r.readHoldings(ctx, c)
+	if err != nil {
+		return err
+	}
+	reason, message, held := hostnameRefusal(c, holdings)
+	if reason == "" {
+		return nil
+	}
+	// A claim made or released, or a new spec, brings the Canary back.
+	o.reason, o.message, o.watched = reason, message, r.claimsWatched
+	if o.obj == nil {
+		return nil
+	}
+	updated := o.obj.DeepCopy()
+	if !withdrawHostnames(updated, held) {
+		return nil
+	}
+	if err := r.Update(ctx, updated, client.FieldOwner(labels.FieldManager)); err != nil {
+		return fmt.Errorf("taking hostnames namespace %s does not hold off HTTPRoute %s: %w", c.Namespace, o.name, err)
+	}
+	o.obj = updated
+	return nil
 }
 
 // writeWeight sets the canary's weight in one route (creating it when Orderly owns
