@@ -208,22 +208,41 @@ func TestResumesAfterStopInWaitingPhases(t *testing.T) {
 	consumer(t, ns, "web", "db")
 	stop := startManager(t)
 	newRotation(ns, "db", "db").grace(4 * time.Second).create(t)
+	// The first value has no previous one to keep valid: no grace period.
 	waitPhase(t, ns, "db", 1, secretsv1alpha1.PhaseRolling)
-	g.Eventually(func(g gomega.Gomega) { g.Expect(deploymentOf(g, ns, "web").Generation).To(gomega.Equal(int64(2))) }, timeout, poll).Should(gomega.Succeed())
+	rollOut(t, ns, "web")
+	waitPhase(t, ns, "db", 1, secretsv1alpha1.PhaseDone)
+	rotateNow(t, ns, "1")
+	waitPhase(t, ns, "db", 2, secretsv1alpha1.PhaseRolling)
+	g.Eventually(func(g gomega.Gomega) { g.Expect(deploymentOf(g, ns, "web").Generation).To(gomega.Equal(int64(3))) }, timeout, poll).Should(gomega.Succeed())
 	stop()
 	stop = startManager(t)
 	g.Consistently(func(g gomega.Gomega) {
-		g.Expect(deploymentOf(g, ns, "web").Generation).To(gomega.Equal(int64(2)))
+		g.Expect(deploymentOf(g, ns, "web").Generation).To(gomega.Equal(int64(3)))
 		g.Expect(get(g, ns, "db").Status.Phase).To(gomega.Equal(secretsv1alpha1.PhaseRolling))
 	}, 2*time.Second, poll).Should(gomega.Succeed())
 	rollOut(t, ns, "web")
-	waitPhase(t, ns, "db", 1, secretsv1alpha1.PhaseGracePeriod)
+	waitPhase(t, ns, "db", 2, secretsv1alpha1.PhaseGracePeriod)
 	stop()
 	stop = startManager(t)
-	sr := waitPhase(t, ns, "db", 1, secretsv1alpha1.PhaseDone)
+	sr := waitPhase(t, ns, "db", 2, secretsv1alpha1.PhaseDone)
+	g.Expect(sr.Status.History[0].Number).To(gomega.Equal(int64(2)))
 	g.Expect(sr.Status.History[0].FinishedAt.Sub(sr.Status.History[0].StartedAt.Time)).To(gomega.BeNumerically(">=", 4*time.Second), "the grace period was kept across the restart")
-	g.Expect(deploymentOf(g, ns, "web").Generation).To(gomega.Equal(int64(2)))
+	g.Expect(deploymentOf(g, ns, "web").Generation).To(gomega.Equal(int64(3)))
 	_ = stop
+}
+
+// The first value a rotation writes has no previous credential to keep valid, so it
+// is done once its consumers rolled, whatever the grace period (`orderly status`
+// would list it as rotating for that long).
+func TestFirstRotationHasNoGracePeriod(t *testing.T) {
+	ns := namespace(t)
+	consumer(t, ns, "web", "db")
+	rollOutWhenRestarted(t, ns, "web")
+	stop := startManager(t)
+	defer stop()
+	newRotation(ns, "db", "db").grace(time.Hour).create(t)
+	waitPhase(t, ns, "db", 1, secretsv1alpha1.PhaseDone)
 }
 
 // A manager killed in the transient phases (its status written at the last phase

@@ -678,9 +678,9 @@ func (m *machine) verifying(ctx context.Context) error {
 			return nil
 		}
 	}
-	if rolledOnly(m.st.Rotation) {
-		// Content someone else wrote: Orderly made no credential and revokes none, so
-		// there is no previous one to keep valid for a while.
+	if rolledOnly(m.st.Rotation) || m.st.Rotation.Trigger == TriggerInitial {
+		// Content someone else wrote (Orderly made no credential and revokes none), or
+		// the first credential: there is no previous one to keep valid for a while.
 		m.finishDone()
 		return nil
 	}
@@ -715,6 +715,10 @@ func (m *machine) finishDone() {
 	m.finish(secretsv1alpha1.PhaseDone)
 	if rolledOnly(m.st.Rotation) {
 		m.event(corev1.EventTypeNormal, ReasonRotated, "Rotation %d done: every consumer rolled to version %s", m.st.Rotation.Number, m.st.CurrentVersion)
+		return
+	}
+	if m.st.Rotation.Trigger == TriggerInitial {
+		m.event(corev1.EventTypeNormal, ReasonRotated, "Rotation %d done: the first version %s is written and every consumer rolled to it", m.st.Rotation.Number, m.st.CurrentVersion)
 		return
 	}
 	m.event(corev1.EventTypeNormal, ReasonRotated, "Rotation %d done: version %s, every consumer rolled; the previous credential is revoked", m.st.Rotation.Number, m.st.CurrentVersion)
