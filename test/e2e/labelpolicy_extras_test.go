@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -129,9 +130,14 @@ func TestLabelPolicyValuesFromLabelValueSet(t *testing.T) {
 	g.Expect(create("active", "cc-1")).To(Succeed())
 	g.Expect(create("new", "cc-new")).To(MatchError(ContainSubstring("which is not allowed")))
 
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
-	set.Spec.Values = append(set.Spec.Values, policyv1alpha1.LabelValue{Value: "cc-new"})
-	g.Expect(c.Update(ctx, set)).To(Succeed())
+	// Read again on a conflict: the set's status is written meanwhile.
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
+			return err
+		}
+		set.Spec.Values = append(set.Spec.Values, policyv1alpha1.LabelValue{Value: "cc-new"})
+		return c.Update(ctx, set)
+	})).To(Succeed())
 	g.Eventually(func() error { return create("new", "cc-new") }, timeout, poll).Should(Succeed())
 	var got policyv1alpha1.LabelPolicy
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(p), &got)).To(Succeed())

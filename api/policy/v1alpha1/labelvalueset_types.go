@@ -41,13 +41,46 @@ type LabelValueSetSpec struct {
 	Values []LabelValue `json:"values"`
 }
 
+// LabelValueSetConditionReady is the LabelValueSet's Ready condition: True while at
+// least one value is allowed.
+const LabelValueSetConditionReady = "Ready"
+
+// LabelValueSetStatus is what Orderly observed of the set.
+type LabelValueSetStatus struct {
+	// conditions: Ready (True while at least one value is allowed; NoActiveValue when
+	// every value is retired or expired), with a reason.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// observedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// active is how many values are allowed now.
+	// +optional
+	Active int32 `json:"active,omitempty"`
+	// retired is how many values are listed but not allowed: active: false, or
+	// expired.
+	// +optional
+	Retired int32 `json:"retired,omitempty"`
+	// nextExpiry is when the next value still allowed expires; unset when none will.
+	// +optional
+	NextExpiry *metav1.Time `json:"nextExpiry,omitempty"`
+}
+
 // LabelValueSet is a cluster-wide list of the values a label may take, such as the
 // cost centres finance keeps, each active or retired. A LabelPolicy refers to it with
 // spec.allowedValuesFrom; the API server reads it as the parameter of the generated
 // ValidatingAdmissionPolicy, so editing the list changes what is admitted without a
 // policy edit.
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=lvs,categories=orderly
+// +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.active`
+// +kubebuilder:printcolumn:name="Retired",type=integer,JSONPath=`.status.retired`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Next expiry",type=date,JSONPath=`.status.nextExpiry`,priority=1
 // +kubebuilder:printcolumn:name="Values",type=integer,JSONPath=`.spec.values.size()`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type LabelValueSet struct {
@@ -58,6 +91,9 @@ type LabelValueSet struct {
 	// spec is the list of values.
 	// +required
 	Spec LabelValueSetSpec `json:"spec"`
+	// status counts the values allowed and retired now.
+	// +optional
+	Status LabelValueSetStatus `json:"status,omitempty"`
 }
 
 // LabelValueSetList is a list of LabelValueSets.

@@ -91,14 +91,15 @@ type auditMark struct {
 	retry bool
 }
 
-// valuesKey changes when the policy's LabelValueSet changes or one of its values
+// valuesKey changes when the policy's LabelValueSet's values change (its
+// generation: its status is written without changing them) or one of its values
 // expires: the audit runs again, so running workloads with a value retired since are
 // reported without waiting for the next audit. "" without a set.
 func valuesKey(s *policyv1alpha1.LabelValueSet, now time.Time) string {
 	if s == nil {
 		return ""
 	}
-	return s.ResourceVersion + "@" + valuesCutoff(s, now).String()
+	return fmt.Sprintf("%s/%d@%s", s.UID, s.Generation, valuesCutoff(s, now))
 }
 
 // The audit reads (get, by name) the built-in controller of a pod that violates the
@@ -108,6 +109,7 @@ func valuesKey(s *policyv1alpha1.LabelValueSet, now time.Time) string {
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelpolicies/finalizers,verbs=update
 // +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelvaluesets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.orderly.dev,resources=labelvaluesets/status,verbs=get;patch
 // +kubebuilder:rbac:groups=tenancy.orderly.dev,resources=tenants,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings;mutatingwebhookconfigurations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list
@@ -181,7 +183,9 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 		Owns(&admissionv1.MutatingWebhookConfiguration{}).
 		// A changed LabelValueSet is enforced by the API server at once (it is the
 		// policy's parameter); the reconcile moves the expiry cutoff and audits again.
-		Watches(&policyv1alpha1.LabelValueSet{}, handler.EnqueueRequestsFromMapFunc(r.policiesUsing)).
+		// Its status (valuesets.go) changes nothing here.
+		Watches(&policyv1alpha1.LabelValueSet{}, handler.EnqueueRequestsFromMapFunc(r.policiesUsing),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A Tenant's costCenter is compiled into the mutating policy of every policy
 		// with defaultFromTenant; its status writes change nothing there.
 		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.policiesFromTenants),
@@ -192,6 +196,9 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 		return err
 	}
 	r.ctrl, r.cache = c, mgr.GetCache()
+	if err := r.setupValueSets(mgr, opts); err != nil {
+		return err
+	}
 	if served {
 		if err := r.watchMutatingPolicies(); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,9 +75,14 @@ func TestValuesFromALabelValueSet(t *testing.T) {
 	}, timeout, poll).Should(Succeed())
 
 	// A value added to the list: admitted, no policy edit.
-	g.Expect(k.Get(ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
-	set.Spec.Values = append(set.Spec.Values, policyv1alpha1.LabelValue{Value: "cc-new"})
-	g.Expect(k.Update(ctx, set)).To(Succeed())
+	// Read again on a conflict: the set's status is written meanwhile.
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
+			return err
+		}
+		set.Spec.Values = append(set.Spec.Values, policyv1alpha1.LabelValue{Value: "cc-new"})
+		return k.Update(ctx, set)
+	})).To(Succeed())
 	g.Eventually(func() error {
 		d := deployment("vals-a", "probe-new", map[string]string{"cc-vals": "cc-new"})
 		err := k.Create(ctx, d)
