@@ -33,6 +33,9 @@ const requestTimeout = 30 * time.Second
 // cluster with a hundred operators are four hundred requests.
 const readers = 8
 
+// ContentType is how Read asks for built-in kinds (and CRDs): protobuf.
+const ContentType = runtime.ContentTypeProtobuf
+
 // monitoringGroup is the Prometheus Operator's API group.
 const monitoringGroup = "monitoring.coreos.com"
 
@@ -55,6 +58,11 @@ func Read(ctx context.Context, cfg *rest.Config) (*Snapshot, error) {
 	if cfg.QPS == 0 && cfg.RateLimiter == nil {
 		cfg.QPS, cfg.Burst = -1, 0
 	}
+	// Built-in kinds, CRDs included, in protobuf: a cluster's CRDs are megabytes of
+	// schemas, which decode several times faster so. Monitors (unstructured) are
+	// read in JSON whatever this says.
+	cfg.ContentType = ContentType
+	cfg.AcceptContentTypes = ContentType + ",application/json"
 	s := scheme.New()
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	c, err := client.New(cfg, client.Options{Scheme: s})

@@ -274,6 +274,11 @@ func pdbFinding(w workload, s *Snapshot) Finding {
 			break
 		}
 	}
+	// Below two replicas only a budget that blocks drains matters; either way the
+	// budgets must have been read.
+	if us := s.unread(resPDBs, w.namespace); len(us) > 0 && (pdb == nil || w.replicas < 2) {
+		return unknownFinding(CategoryAvailability, "availability.pdb", "PodDisruptionBudgets", us)
+	}
 	if w.replicas < 2 {
 		if pdb != nil && allowsNoDisruption(*pdb, w.replicas) {
 			return f(Warn, 5, []string{"PodDisruptionBudget " + w.namespace + "/" + pdb.Name},
@@ -283,9 +288,6 @@ func pdbFinding(w workload, s *Snapshot) Finding {
 	}
 	if pdb != nil {
 		return f(Pass, 0, []string{"PodDisruptionBudget " + w.namespace + "/" + pdb.Name}, "PodDisruptionBudget %s selects its pods", pdb.Name)
-	}
-	if us := s.unread(resPDBs, w.namespace); len(us) > 0 {
-		return unknownFinding(CategoryAvailability, "availability.pdb", "PodDisruptionBudgets", us)
 	}
 	return f(Fail, 10, nil, "no PodDisruptionBudget selects its %d pods: a node drain may evict them all at once", w.replicas)
 }

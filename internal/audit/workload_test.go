@@ -295,6 +295,14 @@ func TestAvailabilityAndObservabilityFindings(t *testing.T) {
 		wantFailing:   map[string]int{"availability.replicas": 25},
 		wantResults:   map[string]string{"availability.pdb": NotApplicable},
 		wantInMessage: map[string]string{"observability.metrics": "port metrics (8443)"},
+	}, {
+		// One replica needs no budget, but one that blocks drains would be reported.
+		name:        "PodDisruptionBudgets that could not be listed, at one replica",
+		d:           withArgs(newDeployment("ops", "op", "op", 1).hardened(), "--leader-elect"),
+		grants:      leaseWriter,
+		s:           Snapshot{Unread: []Unread{{Resource: resPDBs, Namespace: "ops", Error: "forbidden"}}},
+		wantFailing: map[string]int{"availability.replicas": 25},
+		wantResults: map[string]string{"availability.pdb": Unknown},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
