@@ -87,6 +87,9 @@ run() {
 			if [[ -n "$input" ]]; then
 				echo "      The failing input is kept in $dir/$input: \`go test ./$dir\` runs it from now on."
 				echo "      Fix the code and commit the input with the fix, as its regression test."
+			else
+				echo "      No input was kept: the fuzzing process itself failed (above). Run the target again"
+				echo "      (FUZZRUN='^$name\$' hack/fuzz.sh) to tell a hang or a crash from an overloaded machine."
 			fi
 		} >"$tmp"
 	fi

@@ -148,8 +148,8 @@ func FuzzRPMDatabase(f *testing.F) {
 		var r result
 		select {
 		case r = <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("reading the %s did not end within 10s", path)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("reading the %s did not end within 30s", path)
 		}
 		inv, err := r.inv, r.err
 		if err != nil {

@@ -17,7 +17,7 @@ var fuzzZones = []string{
 
 // fuzzTimeout bounds one call: a schedule that makes Next loop must fail the target,
 // not hang it.
-const fuzzTimeout = 5 * time.Second
+const fuzzTimeout = 30 * time.Second
 
 // FuzzCron parses any expression and, when it parses, asks for the next time after
 // any instant of 2000-2090 in any of fuzzZones. Properties: a refusal is an error

@@ -69,8 +69,8 @@ func FuzzBackupSchedule(f *testing.F) {
 		var a answer
 		select {
 		case a = <-done:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("due of %+v at %s did not return within 5s", bv.Spec, n)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("due of %+v at %s did not return within 30s", bv.Spec, n)
 		}
 		if a.err != nil {
 			if a.err.Error() == "" {

@@ -71,8 +71,8 @@ func FuzzRotationSchedule(f *testing.F) {
 		var a answer
 		select {
 		case a = <-done:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("due(%s, %s, %s) of %+v did not return within 5s", l, c, n, sr.Spec)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("due(%s, %s, %s) of %+v did not return within 30s", l, c, n, sr.Spec)
 		}
 		from := l
 		if from.IsZero() {

@@ -62,8 +62,8 @@ func FuzzRenderResource(f *testing.F) {
 			select {
 			case r := <-done:
 				return r
-			case <-time.After(5 * time.Second):
-				t.Fatalf("renderResource(%s) did not return within 5s", raw)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("renderResource(%s) did not return within 30s", raw)
 			}
 			return result{}
 		}
