@@ -101,16 +101,23 @@ func TestAuditGradesOperators(t *testing.T) {
 	g.Expect(notPassed(o.Findings)).To(Equal(map[string]int{
 		"api.maturity":      30,
 		"rbac.secrets-read": 15, "rbac.secrets-write": 10, // Secrets in every namespace (DevDatabase, Tenant)
-		"rbac.bind":                 5, // bind, limited to the ClusterRoles Tenants may bind
+		// Patches pods, Deployments, StatefulSets, DaemonSets, Jobs and CronJobs in
+		// every namespace (SleepSchedule, Canary, LabelPolicy): cluster-admin in effect.
+		"rbac.workloads":            40,
+		"rbac.role-bindings":        10, // creates ClusterRoleBindings (Tenant)
+		"rbac.bind":                 5,  // bind, limited to the ClusterRoles Tenants may bind
 		"availability.pdb":          10,
-		"availability.image-digest": 5, // orderly:dev
+		"availability.image-digest": 5,                               // orderly:dev
+		"maintenance.version":       10, "maintenance.image-tag": 10, // orderly:dev names no release
 	}))
 	g.Expect(finding(o, "rbac.bind").Message).To(ContainSubstring("limited to edit, orderly-tenant-admin, view"))
 	g.Expect(finding(o, "rbac.secrets-read").Message).To(ContainSubstring("ClusterRole orderly-manager (ClusterRoleBinding orderly-manager) cluster-wide"))
 	g.Expect(finding(o, "availability.leader-election").Message).To(ContainSubstring("Lease orderly-system/orderly-manager"))
 	g.Expect(finding(o, "observability.metrics").Message).To(ContainSubstring("port metrics (8443)"))
-	g.Expect(o.Scores).To(Equal(audit.Scores{API: 70, RBAC: 70, Availability: 85, Observability: 100, Total: 78}))
-	g.Expect(o.Grade).To(Equal("C"))
+	// (20×70 + 35×20 + 20×85 + 15×100 + 10×80) / 100 = 61
+	g.Expect(o.Scores).To(Equal(audit.Scores{API: 70, RBAC: 20, Availability: 85, Observability: 100, Maintenance: 80, Total: 61}))
+	g.Expect(o.Grade).To(Equal("D"))
+	g.Expect(answer(o, "cluster-admin").Answer).To(Equal(audit.InEffect))
 
 	// The careless operator: graded F, with the findings it was given.
 	const broad = "Deployment " + broadNamespace + "/broad-operator"
@@ -122,13 +129,16 @@ func TestAuditGradesOperators(t *testing.T) {
 		"api.maturity": 10, "api.schema": 20, "api.cel": 10,
 		"rbac.wildcard-verbs": 20, "rbac.wildcard-resources": 20, "rbac.wildcard-groups": 15,
 		"rbac.secrets-read": 15, "rbac.secrets-write": 10, "rbac.escalate": 20, "rbac.bind": 20,
+		"rbac.role-bindings":    10,
 		"rbac.nodes":            15, // get on nodes/proxy, through resources "*"
-		"availability.replicas": 25, "availability.leader-election": 10, "availability.pdb": 10,
+		"availability.replicas": 25, "availability.leader-election": 10,
 		"availability.requests": 10, "availability.limits": 5, "availability.image-digest": 5,
 		"security.run-as-non-root": 5, "security.read-only-root-filesystem": 5, "security.no-privilege-escalation": 5, "security.seccomp": 5,
 		"observability.metrics": 40, "observability.liveness": 30, "observability.readiness": 30,
 	}))
-	g.Expect(b.Scores).To(Equal(audit.Scores{API: 60, RBAC: 0, Availability: 15, Observability: 0, Total: 19}))
+	g.Expect(finding(b, "availability.pdb").Result).To(Equal(audit.NotApplicable)) // one replica
+	// (20×60 + 35×0 + 20×25 + 15×0 + 10×100) / 100 = 27
+	g.Expect(b.Scores).To(Equal(audit.Scores{API: 60, RBAC: 0, Availability: 25, Observability: 0, Maintenance: 100, Total: 27}))
 	g.Expect(b.Grade).To(Equal("F"))
 	g.Expect(b.Scores.Total).To(BeNumerically("<", o.Scores.Total))
 
@@ -149,21 +159,35 @@ func TestAuditGradesOperators(t *testing.T) {
 	g.Expect(only.Operators).To(BeEmpty())
 	g.Expect(only.Groups).To(HaveLen(1))
 	table := string(runAuditRaw(t))
-	g.Expect(table).To(ContainSubstring(orderly + ": grade C (78/100)"))
+	g.Expect(table).To(ContainSubstring(orderly + ": grade D (61/100)"))
 	g.Expect(table).To(MatchRegexp(`gateway\.networking\.k8s\.io\s+10\s+stable\s+95\s+none found`))
-	g.Expect(string(runAuditRaw(t, "-o", "markdown"))).To(ContainSubstring("| " + broad + " | **F** | 19 |"))
+	g.Expect(string(runAuditRaw(t, "-o", "markdown"))).To(ContainSubstring("| " + broad + " | **F** | 27 |"))
 }
 
-// notPassed returns the checks that did not pass (with the subject of api checks
-// dropped: an operator's groups share the same results here), with their penalties.
+// notPassed returns the checks that did not pass and apply (with the subject of api
+// checks dropped: an operator's groups share the same results here), with their
+// penalties; -1 for those unknown.
 func notPassed(fs []audit.Finding) map[string]int {
 	out := map[string]int{}
 	for _, f := range fs {
-		if f.Result != audit.Pass {
+		switch f.Result {
+		case audit.Pass, audit.NotApplicable:
+		case audit.Unknown:
+			out[f.Check] = -1
+		default:
 			out[f.Check] = f.Penalty
 		}
 	}
 	return out
+}
+
+func answer(o audit.Operator, id string) audit.Answer {
+	for _, a := range o.Checklist {
+		if a.ID == id {
+			return a
+		}
+	}
+	return audit.Answer{}
 }
 
 func finding(o audit.Operator, check string) audit.Finding {
@@ -177,14 +201,7 @@ func finding(o audit.Operator, check string) audit.Finding {
 
 func runAuditRaw(t *testing.T, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command(os.Getenv("ORDERLY_BIN"), append([]string{"audit", "--kubeconfig", devcluster.KubeconfigPath(clusterName)}, args...)...) //nolint:gosec // the binary under test
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("orderly audit %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return out
+	return runAuditRawAs(t, devcluster.KubeconfigPath(clusterName), args...)
 }
 
 func runAudit(t *testing.T, args ...string) audit.Report {
@@ -453,12 +470,15 @@ func TestAuditGradesCertManager(t *testing.T) {
 		"api.cel": 10, // acme.cert-manager.io
 		// It issues into Secrets anywhere an Issuer or Certificate is: by design, and worth knowing.
 		"rbac.secrets-read": 15, "rbac.secrets-write": 10,
-		"availability.replicas": 25,                           // replicaCount 1
-		"availability.pdb":      10,                           // podDisruptionBudget.enabled false
+		// It creates the ACME HTTP-01 solver's pods in the Certificate's namespace, any namespace.
+		"rbac.workloads":        40,
+		"availability.replicas": 25,                           // replicaCount 1 (a PodDisruptionBudget does not apply)
 		"availability.requests": 10, "availability.limits": 5, // no resources by default
 		"availability.image-digest": 5,  // quay.io/jetstack/cert-manager-controller:v1.21.2
 		"observability.readiness":   30, // a liveness probe (/livez) only
 	}))
+	g.Expect(finding(o, "rbac.workloads").Message).To(ContainSubstring("writes pods in every namespace"))
+	g.Expect(finding(o, "maintenance.version").Message).To(Equal("runs release 1.21.2 (image quay.io/jetstack/cert-manager-controller:" + certManagerVersion + " of container cert-manager-controller)"))
 	// Five of its ClusterRoles read Secrets; the finding names the first three.
 	g.Expect(finding(o, "rbac.secrets-read").Message).To(ContainSubstring("ClusterRole cert-manager-controller-certificates (ClusterRoleBinding cert-manager-controller-certificates) cluster-wide"))
 	g.Expect(finding(o, "rbac.secrets-read").Message).To(HaveSuffix("and 2 more"))
@@ -469,9 +489,9 @@ func TestAuditGradesCertManager(t *testing.T) {
 		"security.run-as-non-root", "security.read-only-root-filesystem", "security.no-privilege-escalation", "security.seccomp", "observability.liveness"} {
 		g.Expect(finding(o, check).Result).To(Equal(audit.Pass), check)
 	}
-	// 25×90 + 35×75 + 25×45 + 15×70 = 7050 → 70.5, rounded to 71.
-	g.Expect(o.Scores).To(Equal(audit.Scores{API: 90, RBAC: 75, Availability: 45, Observability: 70, Total: 71}))
-	g.Expect(o.Grade).To(Equal("C"))
+	// (20×90 + 35×35 + 20×55 + 15×70 + 10×100) / 100 = 61.75, rounded to 62.
+	g.Expect(o.Scores).To(Equal(audit.Scores{API: 90, RBAC: 35, Availability: 55, Observability: 70, Maintenance: 100, Total: 62}))
+	g.Expect(o.Grade).To(Equal("D"))
 }
 
 // certManagerManifests renders cert-manager's chart from its Go module as its release
@@ -569,4 +589,262 @@ func installCertManager(t *testing.T, objs []*unstructured.Unstructured) {
 		}
 		created = append(created, o)
 	}
+}
+
+// operatorsDir holds real operators' install manifests and the ones written for the
+// audit's tests (its README says which, with versions and licenses).
+func operatorsDir() string {
+	return filepath.Join(testenv.RepoRoot(), "internal", "audit", "testdata", "operators")
+}
+
+// installOperator applies an operator's manifest as its project documents (kubectl
+// apply, server-side as CRDs this large need, into namespace when given) and deletes
+// it when the test ends, without waiting: no later test uses these kinds, and the
+// namespaces take minutes to go on a loaded machine.
+func installOperator(t *testing.T, namespace, file string) {
+	t.Helper()
+	kubectl := kubectlBin(t)
+	args := []string{"apply", "--server-side", "-f", filepath.Join(operatorsDir(), file)}
+	del := []string{"delete", "--ignore-not-found", "--wait=false", "-f", filepath.Join(operatorsDir(), file)}
+	if namespace != "" {
+		args, del = append(args, "-n", namespace), append(del, "-n", namespace)
+	}
+	t.Cleanup(func() { runTool(t, nil, kubectl, del...) })
+	runTool(t, nil, kubectl, args...)
+}
+
+// TestAuditGradesRealOperators installs CloudNativePG 1.30.0 and Strimzi 1.2.0 from
+// their published manifests, and two operators written for the audit's tests (Ledger,
+// whose controller holds cluster-admin; Pruner, a kubebuilder v4 layout with only
+// alpha kinds), and checks `orderly audit` against the facts of each manifest
+// (internal/audit/testdata/operators/README.md). kwok's pods run nothing, so no
+// operator holds a Lease: leader election is read from their specs. It also runs the
+// audit as an account that may not list PodDisruptionBudgets, and with a mistyped
+// --group, and prints how long the audit took.
+func TestAuditGradesRealOperators(t *testing.T) {
+	g := NewWithT(t)
+	kubectl := kubectlBin(t)
+	runTool(t, nil, kubectl, "create", "namespace", "kafka")
+	t.Cleanup(func() { runTool(t, nil, kubectl, "delete", "namespace", "kafka", "--ignore-not-found", "--wait=false") })
+	installOperator(t, "", "cnpg.yaml")
+	installOperator(t, "kafka", "strimzi.yaml")
+	installOperator(t, "", "monitoring-crds.yaml")
+	// The monitors' kinds are served before ledger.yaml's PodMonitor is applied.
+	ax := apiextensionsClient(t)
+	g.Eventually(func(g Gomega) {
+		for _, name := range []string{"podmonitors.monitoring.coreos.com", "servicemonitors.monitoring.coreos.com"} {
+			var crd apiextensionsv1.CustomResourceDefinition
+			g.Expect(ax.Get(context.Background(), client.ObjectKey{Name: name}, &crd)).To(Succeed())
+			g.Expect(crd.Status.Conditions).To(ContainElement(And(
+				HaveField("Type", apiextensionsv1.Established), HaveField("Status", apiextensionsv1.ConditionTrue))), name)
+		}
+	}, timeout, poll).Should(Succeed())
+	installOperator(t, "", "ledger.yaml")
+	installOperator(t, "", "pruner.yaml")
+
+	start := time.Now()
+	report := runAudit(t, "-o", "json")
+	elapsed := time.Since(start)
+	t.Logf("orderly audit -o json: %d CRDs and %d workloads in %.2f s (process wall time; %.2f s reading and grading)",
+		report.Stats.CRDs, report.Stats.Workloads, elapsed.Seconds(), report.Stats.Seconds)
+	ops := map[string]audit.Operator{}
+	for _, o := range report.Operators {
+		ops[o.Ref()] = o
+	}
+
+	type want struct {
+		groups    []string
+		scores    audit.Scores
+		grade     string
+		notPassed map[string]int
+		answers   map[string]string
+		inMessage map[string]string
+	}
+	for ref, w := range map[string]want{
+		"Deployment cnpg-system/cnpg-controller-manager": {
+			groups: []string{"postgresql.cnpg.io"},
+			scores: audit.Scores{API: 100, RBAC: 15, Availability: 70, Observability: 100, Maintenance: 100, Total: 64}, grade: "D",
+			notPassed: map[string]int{
+				"rbac.workloads": 40, "rbac.secrets-read": 15, "rbac.secrets-write": 10, "rbac.role-bindings": 5, "rbac.pods-exec": 15,
+				"availability.replicas": 25, "availability.image-digest": 5,
+			},
+			answers: map[string]string{"api": audit.Yes, "cluster-admin": audit.InEffect, "availability": audit.No, "observability": audit.Yes, "maintenance": audit.Yes},
+			inMessage: map[string]string{
+				"rbac.workloads":               "writes pods, deployments, jobs in every namespace",
+				"availability.leader-election": "argument --leader-elect of container manager",
+				"observability.metrics":        "port metrics (8080) of container manager",
+				"maintenance.version":          "runs release 1.30.0",
+			},
+		},
+		"Deployment kafka/strimzi-cluster-operator": {
+			groups: []string{"core.strimzi.io", "kafka.strimzi.io"},
+			scores: audit.Scores{API: 90, RBAC: 90, Availability: 70, Observability: 100, Maintenance: 100, Total: 89}, grade: "B",
+			notPassed: map[string]int{"api.cel": 10, "rbac.role-bindings": 10, "availability.replicas": 25, "availability.image-digest": 5},
+			answers:   map[string]string{"api": audit.Yes, "cluster-admin": audit.No, "availability": audit.No, "observability": audit.Yes, "maintenance": audit.Yes},
+			inMessage: map[string]string{
+				"rbac.workloads":               "only where a RoleBinding lets it",
+				"rbac.role-bindings":           "ClusterRole strimzi-cluster-operator-global (ClusterRoleBinding strimzi-cluster-operator) cluster-wide",
+				"availability.leader-election": "environment variable STRIMZI_LEADER_ELECTION_ENABLED=true",
+				"observability.metrics":        "port http (8080) of container strimzi-cluster-operator",
+			},
+		},
+		"Deployment ledger-system/ledger-controller": {
+			groups: []string{"ledger.example.com"},
+			scores: audit.Scores{API: 100, RBAC: 0, Availability: 35, Observability: 70, Maintenance: 65, Total: 44}, grade: "F",
+			notPassed: map[string]int{
+				"rbac.cluster-admin": 100, "rbac.workloads": 40, "rbac.wildcard-verbs": 20, "rbac.wildcard-resources": 20, "rbac.wildcard-groups": 15,
+				"rbac.secrets-read": 15, "rbac.secrets-write": 10, "rbac.role-bindings": 10, "rbac.escalate": 20, "rbac.bind": 20, "rbac.impersonate": 20,
+				"rbac.pods-exec": 15, "rbac.nodes": 15,
+				"availability.replicas": 25, "availability.leader-election": 10, "availability.pdb": 5, "availability.limits": 5, "availability.image-digest": 5,
+				"security.read-only-root-filesystem": 5, "security.no-privilege-escalation": 5, "security.seccomp": 5,
+				"observability.readiness": 30, "maintenance.version": 10, "maintenance.image-tag": 25,
+			},
+			answers: map[string]string{"api": audit.Yes, "cluster-admin": audit.Yes, "availability": audit.No, "observability": audit.Partly, "maintenance": audit.Unknown},
+			inMessage: map[string]string{
+				"rbac.cluster-admin":    "every verb on every resource of every API group and every non-resource URL: ClusterRole ledger-controller (ClusterRoleBinding ledger-controller) cluster-wide",
+				"observability.metrics": "PodMonitor monitoring/ledger",
+			},
+		},
+		"Deployment pruner-system/pruner-controller-manager": {
+			groups: []string{"cleanup.example.io"},
+			scores: audit.Scores{API: 70, RBAC: 100, Availability: 70, Observability: 100, Maintenance: 100, Total: 88}, grade: "B",
+			notPassed: map[string]int{"api.maturity": 30, "availability.replicas": 25, "availability.image-digest": 5},
+			answers:   map[string]string{"api": audit.No, "cluster-admin": audit.No, "availability": audit.No, "observability": audit.Yes, "maintenance": audit.Yes},
+			inMessage: map[string]string{
+				"observability.metrics":        "Service pruner-system/pruner-controller-manager-metrics-service port https (8443); argument --metrics-bind-address=:8443",
+				"availability.leader-election": "argument --leader-elect of container manager",
+			},
+		},
+	} {
+		o, ok := ops[ref]
+		g.Expect(ok).To(BeTrue(), "%s not graded: %+v", ref, report.Operators)
+		g.Expect(o.Groups).To(Equal(w.groups), ref)
+		g.Expect(notPassed(o.Findings)).To(Equal(w.notPassed), ref)
+		g.Expect(o.Scores).To(Equal(w.scores), ref)
+		g.Expect(o.Grade).To(Equal(w.grade), ref)
+		for id, a := range w.answers {
+			g.Expect(answer(o, id).Answer).To(Equal(a), "%s: %s", ref, answer(o, id).Question)
+			g.Expect(answer(o, id).Evidence).NotTo(BeNil(), "%s: %s", ref, id)
+		}
+		for check, piece := range w.inMessage {
+			g.Expect(finding(o, check).Message).To(ContainSubstring(piece), "%s: %s", ref, check)
+		}
+		g.Expect(o.Unknown).To(BeEmpty(), ref)
+	}
+	for _, gr := range report.Groups {
+		switch gr.Group {
+		case "ledger.example.com":
+			g.Expect(gr.Controllers).To(Equal([]string{"Deployment ledger-system/ledger-controller"}))
+			g.Expect(gr.Evidence[0].Wildcard).To(BeTrue())
+			g.Expect(gr.Evidence[0].Tie).To(ContainSubstring("app.kubernetes.io/part-of=ledger"))
+		case "postgresql.cnpg.io":
+			g.Expect(gr.CRDs).To(HaveLen(11))
+			for _, c := range gr.CRDs {
+				g.Expect(c.Maturity).To(Equal(audit.Stable), c.Kind)
+				g.Expect(c.UserWritten).To(Equal(c.Kind != "FailoverQuorum"), c.Kind)
+			}
+		}
+	}
+
+	// --group reports less and grades the same; a group without CRDs is an error.
+	only := runAudit(t, "-o", "json", "--group", "postgresql.cnpg.io")
+	g.Expect(only.Filter).To(Equal([]string{"postgresql.cnpg.io"}))
+	g.Expect(only.Groups).To(HaveLen(1))
+	cnpg := ops["Deployment cnpg-system/cnpg-controller-manager"]
+	g.Expect(slices.ContainsFunc(only.Operators, func(o audit.Operator) bool { return o.Ref() == cnpg.Ref() && o.Scores == cnpg.Scores })).To(BeTrue())
+	out, err := auditCommand(devcluster.KubeconfigPath(clusterName), "--group", "postgresql.cnpg.ioo").CombinedOutput()
+	g.Expect(err).To(HaveOccurred(), "a mistyped --group exited 0:\n%s", out)
+	g.Expect(string(out)).To(ContainSubstring(`no CustomResourceDefinition in API group "postgresql.cnpg.ioo" (did you mean postgresql.cnpg.io?)`))
+
+	// The table and Markdown answer the checklist with the evidence.
+	table := string(runAuditRaw(t))
+	g.Expect(table).To(MatchRegexp(`Does it need cluster-admin\?\s+yes\s+cluster-admin: every verb`))
+	g.Expect(table).To(ContainSubstring(`- ClusterRole ledger-controller (ClusterRoleBinding ledger-controller) cluster-wide: * on * in "*"`))
+	g.Expect(table).To(MatchRegexp(`Audited \d+ CRDs and \d+ workloads in \d+\.\d+ s\.`))
+	md := string(runAuditRaw(t, "-o", "markdown"))
+	g.Expect(md).To(ContainSubstring("| Does it run highly available? | **no** | 1 replica; it can be scaled out (leader election: no Lease found yet; its spec asks for leader election: environment variable STRIMZI_LEADER_ELECTION_ENABLED=true"))
+
+	// An account that may list everything the audit reads but PodDisruptionBudgets:
+	// the audit runs, the budgets are unknown, named with the permission that would
+	// answer, and the rest is graded as before.
+	kubeconfig := limitedAuditor(t)
+	limited := runAuditAs(t, kubeconfig, "-o", "json")
+	g.Expect(limited.Unread).NotTo(BeEmpty())
+	for _, u := range limited.Unread {
+		g.Expect(u.Resource).To(Equal("poddisruptionbudgets.policy"), "%+v", u)
+	}
+	for _, o := range limited.Operators {
+		full, ok := ops[o.Ref()]
+		if !ok {
+			continue
+		}
+		g.Expect(o.Unknown).To(Equal([]string{"availability.pdb"}), o.Ref())
+		g.Expect(finding(o, "availability.pdb").Message).To(ContainSubstring("list poddisruptionbudgets.policy in namespace " + o.Namespace + " would answer it"))
+		if p := finding(full, "availability.pdb"); p.Penalty == 0 {
+			g.Expect(o.Scores).To(Equal(full.Scores), o.Ref())
+		}
+	}
+	g.Expect(string(runAuditRawAs(t, kubeconfig))).To(ContainSubstring("Could not read (the checks that needed these are unknown; the grades rest on the others):"))
+}
+
+// limitedAuditor is a ServiceAccount that may list what the audit reads, except
+// PodDisruptionBudgets; it returns a kubeconfig that carries its token.
+func limitedAuditor(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	const ns, name = "default", "e2e-audit-limited"
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"list"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: []string{"list"}},
+			{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles", "clusterrolebindings", "roles", "rolebindings"}, Verbs: []string{"list"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"list"}},
+			{APIGroups: []string{""}, Resources: []string{"pods", "services"}, Verbs: []string{"list"}},
+			{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors", "podmonitors"}, Verbs: []string{"list"}},
+		},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+	}
+	for _, obj := range []client.Object{sa, role, binding} {
+		if err := k.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+		}
+		t.Cleanup(func() {
+			if err := k.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %T %s: %v", obj, obj.GetName(), err)
+			}
+		})
+	}
+	return serviceAccountKubeconfig(t, ns, name)
+}
+
+func auditCommand(kubeconfig string, args ...string) *exec.Cmd {
+	return exec.Command(os.Getenv("ORDERLY_BIN"), append([]string{"audit", "--kubeconfig", kubeconfig}, args...)...) //nolint:gosec // the binary under test
+}
+
+func runAuditRawAs(t *testing.T, kubeconfig string, args ...string) []byte {
+	t.Helper()
+	cmd := auditCommand(kubeconfig, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("orderly audit %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+func runAuditAs(t *testing.T, kubeconfig string, args ...string) audit.Report {
+	t.Helper()
+	var r audit.Report
+	out := runAuditRawAs(t, kubeconfig, args...)
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("orderly audit printed no JSON report: %v\n%s", err, out)
+	}
+	return r
 }
