@@ -27,11 +27,14 @@ help: ## Show the targets.
 
 ##@ The two commands
 .PHONY: run
-run: build ## Start the local cluster (and a local PostgreSQL if installed), apply config/samples and run the manager until Ctrl-C.
-	$(ORDERLY) dev up
-	$(ORDERLY) dev postgres up --optional
-	$$($(ORDERLY) dev kubectl-path) --kubeconfig "$$($(ORDERLY) dev kubeconfig)" apply -f config/samples/
-	$(ORDERLY) manager --kubeconfig "$$($(ORDERLY) dev kubeconfig)" --leader-elect=false --log-format console --metrics-bind-address :18080 --health-probe-bind-address :18081
+# `orderly dev run`: the local cluster, a local stand-in beside it for everything the
+# samples talk to (PostgreSQL, an S3 store, BIND, the Gateway API, cert-manager,
+# Prometheus, a registry with a vulnerability database, a member cluster; a missing
+# Debian package is reported with what stays not Ready and how to install it),
+# config/samples applied server-side, the manager, a wait until every sample is
+# Ready, and a tour. `orderly dev down` removes the cluster and the stand-ins.
+run: build ## Start the local cluster with local stand-ins for everything the samples use, apply config/samples, run the manager until Ctrl-C, print a tour.
+	$(ORDERLY) dev run
 
 .PHONY: test checks cluster-binaries
 # The checks run beside the build of the local cluster's binaries, which integration

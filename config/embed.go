@@ -34,3 +34,40 @@ func DevManifests() ([][]byte, error) {
 	}
 	return out, nil
 }
+
+//go:embed samples/*.yaml
+var samples embed.FS
+
+//go:embed dev/*.yaml
+var dev embed.FS
+
+// File is one embedded YAML file.
+type File struct {
+	// Name is its file name, e.g. delivery_v1alpha1_canary.yaml.
+	Name string
+	Data []byte
+}
+
+func readAll(fsys embed.FS, dir string) ([]File, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]File, 0, len(entries))
+	for _, e := range entries { // ReadDir sorts by name, the order `kubectl apply -f DIR` takes
+		b, err := fsys.ReadFile(dir + "/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, File{Name: e.Name(), Data: b})
+	}
+	return out, nil
+}
+
+// Samples returns config/samples, one sample of every kind (what `make run`
+// applies), in name order.
+func Samples() ([]File, error) { return readAll(samples, "samples") }
+
+// DevFile returns one file of config/dev: what `orderly dev up --with PART` creates
+// beside the local stand-in PART (e.g. "cert-manager.yaml").
+func DevFile(name string) ([]byte, error) { return dev.ReadFile("dev/" + name) }

@@ -6,12 +6,18 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"orderly.dev/orderly/config"
 	"orderly.dev/orderly/internal/devcluster"
+	"orderly.dev/orderly/internal/devstack"
+	"orderly.dev/orderly/internal/standin/certmanager"
+	"orderly.dev/orderly/internal/standin/versitygw"
 )
 
 func newDevCommand() *cobra.Command {
@@ -47,6 +53,9 @@ The cluster's kubeconfig lives in the cache; your ~/.kube/config is never modifi
 		newDevBuildCommand(),
 		newDevAssetsCommand(),
 		newDevPostgresCommand(),
+		newDevRunCommand(),
+		newDevDigCommand(),
+		newDevServeCanaryMetricsCommand(),
 	)
 	return dev
 }
@@ -55,6 +64,13 @@ The cluster's kubeconfig lives in the cache; your ~/.kube/config is never modifi
 // cleanly and leave no temporary files behind.
 func interruptible(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+}
+
+func downCommand(name string) string {
+	if name == devcluster.DefaultName {
+		return "orderly dev down"
+	}
+	return "orderly dev down --name " + name
 }
 
 func addNameFlag(cmd *cobra.Command, name *string) {
@@ -88,33 +104,48 @@ manifests; --extra-args only take effect when the cluster is created.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := interruptible(cmd)
 			defer cancel()
+			parts, err := devstack.ParseParts(with)
+			if err != nil {
+				return err
+			}
 			manifests, err := config.DevManifests()
 			if err != nil {
 				return fmt.Errorf("reading the embedded manifests: %w", err)
 			}
-			for _, w := range with {
-				if w != "gateway-api" {
-					return fmt.Errorf("unknown --with %q: the only extra is gateway-api", w)
-				}
-				gw, err := devcluster.GatewayAPIManifests(ctx)
-				if err != nil {
+			out := cmd.OutOrStdout()
+			ctrllog.SetLogger(logr.Discard())
+			if len(parts) > 0 {
+				// The stand-ins built from source build beside the cluster's binaries.
+				if _, err := devstack.Build(ctx, out); err != nil {
 					return err
 				}
-				manifests = append(manifests, gw...)
 			}
 			_, err = devcluster.Up(ctx, devcluster.Options{
 				Name:      name,
 				Nodes:     nodes,
 				ExtraArgs: extraArgs,
 				Manifests: manifests,
-			}, cmd.OutOrStdout())
-			return err
+			}, out)
+			if err != nil || len(parts) == 0 {
+				return err
+			}
+			fmt.Fprintf(out, "\nbringing up the local stand-ins (%s)...\n", strings.Join(partStrings(parts), ", "))
+			stack, err := devstack.Up(ctx, devstack.Options{Cluster: name, Parts: parts, Detached: true,
+				ManagerMetrics: fmt.Sprintf("127.0.0.1:%d", devMetricsPort)}, out)
+			if err != nil {
+				return err
+			}
+			printFixes(out, stack)
+			fmt.Fprintf(out, "\nThey run until `%s`. Run the manager beside them with:\n\n  orderly manager --kubeconfig %s --leader-elect=false --metrics-bind-address=:%d --health-probe-bind-address=:%d %s\n",
+				downCommand(name), devcluster.KubeconfigPath(name), devMetricsPort, devProbePort, strings.Join(stack.ManagerArgs(devWebhookPort), " "))
+			return nil
 		},
 	}
 	addNameFlag(cmd, &name)
 	cmd.Flags().IntVar(&nodes, "nodes", devcluster.DefaultNodes, "number of simulated (kwok) nodes")
 	cmd.Flags().StringSliceVar(&with, "with", nil,
-		"extra CRDs to install: gateway-api (the Gateway API "+devcluster.GatewayAPIVersion+" standard channel, for Canaries' HTTPRoutes)")
+		"local stand-ins to bring up beside the cluster, for the samples: all, or some of "+strings.Join(partNames(), ", ")+
+			" (e.g. gateway-api: the Gateway API "+devcluster.GatewayAPIVersion+" CRDs and the samples' Gateways)")
 	cmd.Flags().StringArrayVar(&extraArgs, "extra-args", nil,
 		"extra flag for a control plane component, as component=flag=value (repeatable; only when the cluster is created)")
 	return cmd
@@ -124,13 +155,19 @@ func newDevDownCommand() *cobra.Command {
 	var name string
 	cmd := &cobra.Command{
 		Use:   "down",
-		Short: "Stop the local cluster and delete its state",
-		Long: `Stop the local cluster's processes and delete its state (etcd data, certificates,
-logs, kubeconfig). The built binaries stay cached. Succeeds if the cluster does not exist.`,
+		Short: "Stop the local cluster and its stand-ins, and delete their state",
+		Long: `Stop the local stand-ins that 'orderly dev up --with' started (the member cluster,
+PostgreSQL, the DNS server, the S3 store, Prometheus, the registry, cert-manager), then
+the local cluster's processes, and delete their state (etcd data, certificates, logs,
+kubeconfig; the stand-ins' files, PostgreSQL's databases too). The built binaries stay
+cached. Succeeds if the cluster does not exist.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := interruptible(cmd)
 			defer cancel()
+			if err := devstack.Down(ctx, name, cmd.OutOrStdout()); err != nil {
+				return err
+			}
 			return devcluster.Down(ctx, name, cmd.OutOrStdout())
 		},
 	}
@@ -156,6 +193,9 @@ API server answers /readyz, so scripts can do: orderly dev status || orderly dev
 				return errors.New(detail)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), detail)
+			for _, line := range devstack.Status(name) {
+				fmt.Fprintln(cmd.OutOrStdout(), "  stand-in "+line)
+			}
 			return nil
 		},
 	}
@@ -206,17 +246,18 @@ no kubectl is installed, or when the installed one is too old for the cluster:
 func newDevBuildCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "build",
-		Short: "Build (or find cached) all binaries of the local cluster and print their directory",
+		Short: "Build (or find cached) all binaries of the local cluster and its stand-ins, and print their directory",
 		Long: `Build the binaries of the local cluster that are not cached yet: kube-apiserver,
 kube-controller-manager, kube-scheduler and kubectl ` + devcluster.KubernetesVersion + `, etcd ` + devcluster.EtcdVersion + `,
-kwok and kwokctl ` + devcluster.KwokVersion + `. Progress goes to standard error; the directory that
-holds one subdirectory per component and version is printed on standard output.
-Useful to warm the cache ahead of time (e.g. in CI).`,
+kwok and kwokctl ` + devcluster.KwokVersion + `; and beside them the stand-ins built from source
+(versitygw ` + versitygw.Version + `, cert-manager's controller ` + certmanager.Version + `). Progress goes to standard
+error; the directory that holds one subdirectory per component and version is printed
+on standard output. Useful to warm the cache ahead of time (e.g. in CI).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := interruptible(cmd)
 			defer cancel()
-			bins, err := devcluster.EnsureBinaries(ctx, cmd.ErrOrStderr())
+			bins, err := devstack.Build(ctx, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"orderly.dev/orderly/internal/devcluster"
+	"orderly.dev/orderly/internal/devstack"
 	"orderly.dev/orderly/internal/localpg"
 	"orderly.dev/orderly/internal/scheme"
 )
@@ -27,15 +26,6 @@ type devPostgresOptions struct {
 	dir, cluster, kubeconfig, secret string
 	port                             int32
 	optional                         bool
-}
-
-// defaultDevPostgresDir is under Orderly's cache; as root (whose home the postgres
-// user cannot enter) it is /var/tmp/orderly-postgres.
-func defaultDevPostgresDir() string {
-	if os.Geteuid() == 0 {
-		return "/var/tmp/orderly-postgres"
-	}
-	return filepath.Join(devcluster.CacheDir(), "postgres")
 }
 
 func newDevPostgresCommand() *cobra.Command {
@@ -60,7 +50,7 @@ template database ` + localpg.DevTemplate + `. 'make run' calls 'up --optional'.
 		Args: cobra.NoArgs,
 	}
 	f := cmd.PersistentFlags()
-	f.StringVar(&o.dir, "dir", defaultDevPostgresDir(), "directory of the PostgreSQL cluster's files")
+	f.StringVar(&o.dir, "dir", devstack.DefaultPostgresDir(), "directory of the PostgreSQL cluster's files")
 	f.Int32Var(&o.port, "port", localpg.DevPort, "loopback port PostgreSQL listens on")
 	cmd.AddCommand(newDevPostgresUpCommand(&o), newDevPostgresDownCommand(&o), newDevPostgresStatusCommand(&o))
 	return cmd

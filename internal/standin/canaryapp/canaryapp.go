@@ -8,9 +8,13 @@ package canaryapp
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -163,4 +167,26 @@ func ErrorRatioQuery(window string) string {
 func LatencyQuery(window string) string {
 	sel := `namespace="{{ .Namespace }}",target="{{ .Target }}",variant="{{ .Variant }}"`
 	return `histogram_quantile(0.9, sum by (le) (rate(canaryapp_request_duration_seconds_bucket{` + sel + `}[` + window + `])))`
+}
+
+// ParseSetting reads one variant's behaviour as `orderly dev serve-canary-metrics
+// --behaviour` takes it: NAMESPACE/TARGET/VARIANT=RPS,ERROR_RATIO,LATENCY, e.g.
+// default/storefront/canary=50,0.01,60ms.
+func ParseSetting(s string) (namespace, target, variant string, b Behaviour, err error) {
+	who, how, ok := strings.Cut(s, "=")
+	parts := strings.Split(who, "/")
+	values := strings.Split(how, ",")
+	if !ok || len(parts) != 3 || len(values) != 3 || slices.Contains(parts, "") {
+		return "", "", "", b, fmt.Errorf("behaviour %q: want NAMESPACE/TARGET/VARIANT=RPS,ERROR_RATIO,LATENCY", s)
+	}
+	if b.RPS, err = strconv.ParseFloat(values[0], 64); err != nil || b.RPS <= 0 {
+		return "", "", "", b, fmt.Errorf("behaviour %q: the rate %q is not a positive number", s, values[0])
+	}
+	if b.ErrorRatio, err = strconv.ParseFloat(values[1], 64); err != nil || b.ErrorRatio < 0 || b.ErrorRatio > 1 {
+		return "", "", "", b, fmt.Errorf("behaviour %q: the error ratio %q is not between 0 and 1", s, values[1])
+	}
+	if b.Latency, err = time.ParseDuration(values[2]); err != nil || b.Latency <= 0 {
+		return "", "", "", b, fmt.Errorf("behaviour %q: the latency %q is not a positive duration", s, values[2])
+	}
+	return parts[0], parts[1], parts[2], b, nil
 }

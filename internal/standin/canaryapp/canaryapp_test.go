@@ -35,3 +35,16 @@ func TestAppServesWhatItSimulates(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) //nolint:forbidigo // polling an HTTP endpoint with a deadline
 	}
 }
+
+func TestParseSetting(t *testing.T) {
+	ns, target, variant, b, err := ParseSetting("default/storefront/canary=50,0.2,60ms")
+	if err != nil || ns != "default" || target != "storefront" || variant != "canary" ||
+		b != (Behaviour{RPS: 50, ErrorRatio: 0.2, Latency: 60 * time.Millisecond}) {
+		t.Fatalf("got %s %s %s %+v %v", ns, target, variant, b, err)
+	}
+	for _, bad := range []string{"default/storefront=50,0.2,60ms", "a/b/c=0,0,1s", "a/b/c=1,2,1s", "a/b/c=1,0,x", "a/b/c", "//c=1,0,1s"} {
+		if _, _, _, _, err := ParseSetting(bad); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}
