@@ -422,10 +422,17 @@ func readState(dir string) (state, error) {
 // too: its databases and roles are the cluster's objects'. Nothing to stop is not an
 // error.
 func Down(ctx context.Context, cluster string, out io.Writer) error {
+	return down(ctx, StateDir(cluster), out)
+}
+
+// Down is the package's Down for this stack (whose Dir may be elsewhere than the
+// cluster's StateDir, as the tests' are).
+func (s *Stack) Down(ctx context.Context, out io.Writer) error { return down(ctx, s.Dir, out) }
+
+func down(ctx context.Context, dir string, out io.Writer) error {
 	if out == nil {
 		out = io.Discard
 	}
-	dir := StateDir(cluster)
 	st, err := readState(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
