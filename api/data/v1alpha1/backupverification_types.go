@@ -94,6 +94,7 @@ type S3BackupSource struct {
 
 // BackupSource says where the backups are. Exactly one kind is set.
 // +kubebuilder:validation:XValidation:rule="has(self.s3)",message="source needs exactly one kind; the only kind so far is s3"
+// +kubebuilder:validation:MinProperties=1
 type BackupSource struct {
 	// s3: pg_dump dumps (custom or plain format, each optionally gzip-compressed;
 	// told apart by their first bytes) in an S3-compatible bucket. An object
@@ -360,6 +361,7 @@ type BackupRun struct {
 	// checks are each check's outcome.
 	// +optional
 	// +kubebuilder:validation:MaxItems=128
+	// +listType=atomic
 	Checks []BackupCheckResult `json:"checks,omitempty"`
 }
 
@@ -461,6 +463,7 @@ type BackupVerificationStatus struct {
 	// history of the last runs, newest first.
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
+	// +listType=atomic
 	History []BackupRunSummary `json:"history,omitempty"`
 
 	// conditions: Ready, Verified and SourceAvailable.
@@ -486,6 +489,7 @@ type BackupVerificationStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BackupVerification struct {
 	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 

@@ -171,6 +171,7 @@ type DatabaseServerSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=set
 	// +kubebuilder:validation:items:Pattern=`^[a-z_][a-z0-9_-]{0,62}$`
+	// +kubebuilder:validation:items:MaxLength=63
 	AllowedExtensions []string `json:"allowedExtensions,omitempty"`
 
 	// templates are existing databases that DevDatabases may clone.
@@ -248,6 +249,7 @@ type DatabaseServerStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type DatabaseServer struct {
 	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 

@@ -153,6 +153,7 @@ type DevDatabaseSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=set
 	// +kubebuilder:validation:items:Pattern=`^[a-z_][a-z0-9_-]{0,62}$`
+	// +kubebuilder:validation:items:MaxLength=63
 	Extensions []string `json:"extensions,omitempty"`
 
 	// secretName is the name of the connection Secret in the DevDatabase's
@@ -387,6 +388,7 @@ type DevDatabaseUserStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type DevDatabase struct {
 	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 

@@ -141,6 +141,7 @@ type VirtualServiceTraffic struct {
 // given; each is written where its CRD is installed, and status.traffic reports which
 // are.
 // +kubebuilder:validation:XValidation:rule="has(self.httpRoute) || has(self.virtualService)",message="name an httpRoute, a virtualService, or both"
+// +kubebuilder:validation:MinProperties=1
 type Traffic struct {
 	// httpRoute is a Gateway API HTTPRoute (gateway.networking.k8s.io).
 	// +optional
@@ -190,6 +191,7 @@ type Provider struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="address must be an http:// or https:// URL with a host"
 	// +kubebuilder:validation:XValidation:rule="url(self).getQuery().size() == 0 && !self.contains('#')",message="address must not carry a query or fragment"
+	// +kubebuilder:validation:MinLength=1
 	Address string `json:"address"`
 
 	// secretRef names a Secret in the Canary's namespace with the credentials: a
@@ -664,6 +666,7 @@ type CanaryStatus struct {
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a Canary's name is used as a label value and must be at most 63 characters"
 type Canary struct {
 	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 

@@ -154,6 +154,7 @@ type JSONPatch struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:XValidation:rule="self.matches('^/spec/replicas$') || self.matches('^/spec/template/spec/(initContainers|containers)/[0-9]+/(image|env|env/-|env/[0-9]+|env/[0-9]+/value)$')",message="path must be /spec/replicas, /spec/template/spec/containers/N/image or /spec/template/spec/containers/N/env[/N[/value]|/-] (or under initContainers)"
+	// +kubebuilder:validation:MinLength=1
 	Path string `json:"path"`
 	// value is the value to add or replace.
 	// +optional
@@ -231,6 +232,7 @@ type PlacementPolicySpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.size() == 0 || self.exists(w, w.weight > 0)",message="at least one weight must be above 0: with every weight 0 no cluster gets a replica"
 	Weights []Weight `json:"weights,omitempty"`
 	// capacityProperty divides replicas by reported capacity instead of static
 	// weights: the name of a ClusterProfile status property (set by the fleet manager,
@@ -283,6 +285,8 @@ const (
 // namespace and name.
 type ClusterStatus struct {
 	// name is the ClusterProfile's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// namespace is the ClusterProfile's namespace. ClusterProfiles of the same name
 	// in different namespaces are different clusters.
@@ -323,6 +327,7 @@ type PlacementPolicyStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// resources is how many objects the resource selectors matched.
 	// +optional
@@ -364,7 +369,9 @@ type PlacementPolicyStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PlacementPolicy struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is what to place and where.

@@ -135,6 +135,7 @@ type GatewayRef struct {
 
 // ZoneRoute is what ServiceDomains of the zone route through.
 // +kubebuilder:validation:XValidation:rule="has(self.gateway) || has(self.ingressClassName)",message="name a gateway, an ingressClassName, or both"
+// +kubebuilder:validation:MinProperties=1
 type ZoneRoute struct {
 	// gateway is the Gateway that ServiceDomains' HTTPRoutes attach to (route:
 	// Gateway).
@@ -230,7 +231,9 @@ type DomainZoneStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type DomainZone struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the zone.

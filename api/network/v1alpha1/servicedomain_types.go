@@ -93,6 +93,7 @@ type ServiceDomainSpec struct {
 type DNSStatus struct {
 	// zone is the DomainZone the hostname falls in.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Zone string `json:"zone,omitempty"`
 	// targetSource says where the record's value came from: Gateway
 	// <namespace>/<name>, Ingress <name>, or the zone's fixed addresses.
@@ -117,9 +118,11 @@ type DNSStatus struct {
 type CertificateStatus struct {
 	// name of the cert-manager Certificate.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
 	// secretName is the Secret cert-manager writes the key pair to.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	SecretName string `json:"secretName,omitempty"`
 	// notAfter is when the issued certificate expires.
 	// +optional
@@ -130,9 +133,11 @@ type CertificateStatus struct {
 type RouteStatus struct {
 	// kind is HTTPRoute or Ingress.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind,omitempty"`
 	// name of the route.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
 }
 
@@ -177,7 +182,9 @@ type ServiceDomainStatus struct {
 // +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.certificate.notAfter`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ServiceDomain struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the hostname and its service.
@@ -240,7 +247,9 @@ type HostnameClaimSpec struct {
 // +kubebuilder:printcolumn:name="ServiceDomain",type=string,JSONPath=`.spec.holder.name`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type HostnameClaim struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the claim.

@@ -117,6 +117,7 @@ type RequireDigest struct {
 
 // ImagePolicySpec is what the images of matched workloads must satisfy.
 // +kubebuilder:validation:XValidation:rule="has(self.allowedRegistries) || has(self.maxSeverity) || (has(self.requireDigest) && self.requireDigest.enabled) || (has(self.unscanned) && self.unscanned.action != 'Allow')",message="an ImagePolicy needs at least one of allowedRegistries, maxSeverity, requireDigest.enabled or an unscanned action other than Allow"
+// +kubebuilder:validation:MinProperties=1
 type ImagePolicySpec struct {
 	// match selects the namespaces the policy applies to. Pods and the pod
 	// templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and
@@ -291,6 +292,7 @@ type ImagePolicyStatus struct {
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="an ImagePolicy's name is used in the names of generated admission objects and must be at most 40 characters"
 type ImagePolicy struct {
 	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 

@@ -60,6 +60,7 @@ type ImageScanSpec struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="digest is immutable"
+	// +kubebuilder:validation:MaxLength=71
 	Digest string `json:"digest,omitempty"`
 
 	// tag of a pending ImageScan: the tag admission saw.
@@ -247,6 +248,7 @@ type ImageScanStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ImageScan struct {
 	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 

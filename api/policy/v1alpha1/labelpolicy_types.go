@@ -302,18 +302,23 @@ type ExceptionStatus struct {
 type Violation struct {
 	// kind of the workload, e.g. Deployment.
 	// +required
+	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind"`
 	// namespace of the workload.
 	// +required
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace"`
 	// name of the workload.
 	// +required
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// reason is Missing, NotAllowed or Retired.
 	// +required
+	// +kubebuilder:validation:MaxLength=32
 	Reason string `json:"reason"`
 	// value is the label's value when it is not allowed.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
 	Value string `json:"value,omitempty"`
 }
 
@@ -415,6 +420,7 @@ type LabelPolicyStatus struct {
 	// mutating webhook because the API server does not serve MutatingAdmissionPolicy)
 	// or NativeValidationOnly (nothing can fill labels in: they are validated only).
 	// +optional
+	// +kubebuilder:validation:MaxLength=32
 	AdmissionMode string `json:"admissionMode,omitempty"`
 
 	// violations is the number of matched workloads that lacked an allowed label at
@@ -539,6 +545,7 @@ type LabelPolicyStatus struct {
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="a LabelPolicy's name is used in the names of generated admission objects and must be at most 40 characters"
 type LabelPolicy struct {
 	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 

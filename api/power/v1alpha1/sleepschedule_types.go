@@ -144,6 +144,7 @@ type AwakeWindow struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([01][0-9]|2[0-3]):[0-5][0-9]$')",message="from must be a time HH:MM between 00:00 and 23:59"
+	// +kubebuilder:validation:MinLength=5
 	From string `json:"from"`
 
 	// to is the local time (HH:MM) at which the window closes; 24:00 means midnight at
@@ -152,6 +153,7 @@ type AwakeWindow struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$')",message="to must be a time HH:MM between 00:00 and 24:00"
+	// +kubebuilder:validation:MinLength=5
 	To string `json:"to"`
 }
 
@@ -238,6 +240,7 @@ type SleepExclusions struct {
 // selects, Kubernetes' own namespaces (kube-*) and the namespace Orderly runs in never
 // sleep (status.excludedNamespaces lists those it selected).
 // +kubebuilder:validation:XValidation:rule="has(self.namespaceSelector) || (has(self.namespaces) && size(self.namespaces) > 0)",message="select namespaces with namespaceSelector, namespaces, or both"
+// +kubebuilder:validation:MinProperties=1
 type SleepScheduleSpec struct {
 	// namespaceSelector selects namespaces by label.
 	// +optional
@@ -412,6 +415,7 @@ type ExcludedNamespace struct {
 type NamespaceSavings struct {
 	// namespace is the namespace's name.
 	// +required
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace"`
 
 	// sleepingWorkloads is how many of its workloads the schedule holds asleep.
@@ -512,6 +516,7 @@ type SleepScheduleStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
 	// +listType=atomic
+	// +kubebuilder:validation:items:MaxLength=512
 	NotReady []string `json:"notReady,omitempty"`
 
 	// leftAlone names up to 20 workloads that their owner changed while asleep and
@@ -519,6 +524,7 @@ type SleepScheduleStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
 	// +listType=atomic
+	// +kubebuilder:validation:items:MaxLength=512
 	LeftAlone []string `json:"leftAlone,omitempty"`
 
 	// leftAloneCount is the number of such workloads.
@@ -593,6 +599,7 @@ type SleepScheduleStatus struct {
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a SleepSchedule's name is used as a label value and must be at most 63 characters"
 type SleepSchedule struct {
 	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 

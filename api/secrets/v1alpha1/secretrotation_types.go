@@ -47,6 +47,7 @@ const (
 
 // Generator makes the Secret's value. Exactly one is set.
 // +kubebuilder:validation:XValidation:rule="[has(self.password), has(self.apiKey), has(self.postgresRole), has(self.external)].filter(x, x).size() == 1",message="set exactly one generator: password, apiKey, postgresRole or external"
+// +kubebuilder:validation:MinProperties=1
 type Generator struct {
 	// password generates a random password.
 	// +optional
@@ -477,6 +478,7 @@ type SecretRotationStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
@@ -496,7 +498,9 @@ type SecretRotationStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SecretRotation struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec says what to rotate and how.

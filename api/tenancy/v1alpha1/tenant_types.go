@@ -406,6 +406,7 @@ type TenantSpec struct {
 type TenantResource struct {
 	// name identifies the entry: in status, and in the tenancy.orderly.dev/resource
 	// label of the objects applied from it.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
@@ -446,14 +447,17 @@ const MaxSelectedSources = 64
 // +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="from needs exactly one of name and selector"
 type TenantResourceSource struct {
 	// apiVersion of the source, e.g. v1.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	APIVersion string `json:"apiVersion"`
 	// kind of the source, e.g. Secret.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind"`
 	// namespace of the source.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace"`
@@ -535,6 +539,7 @@ const (
 type TenantNamespaceStatus struct {
 	// name of the namespace.
 	// +required
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 
 	// state is Ready, Pending (being created or terminating), Conflict (the namespace
@@ -661,21 +666,34 @@ type TenantStatus struct {
 // TenantResourceStatus is what became of one spec.resources entry.
 type TenantResourceStatus struct {
 	// name of the entry.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
-	// apiVersion, kind and objectName of the object the entry applies; objectName is
-	// empty for an entry with from.selector, whose objects are in objectNames.
+	// apiVersion of the object the entry applies.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
 	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
+	// kind of the object the entry applies.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// objectName is the name of the object the entry applies; empty for an entry
+	// with from.selector, whose objects are in objectNames.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
 	ObjectName string `json:"objectName"`
 	// objectNames are the sources an entry with from.selector copies, by name.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
 	// +listType=atomic
 	ObjectNames []string `json:"objectNames,omitempty"`
 	// namespaces is how many of the tenant's namespaces the entry is for (those its
 	// namespaceSelector matches).
+	// +required
 	Namespaces int32 `json:"namespaces"`
 	// applied is how many of them hold the object (every selected object) as declared.
+	// +required
 	Applied int32 `json:"applied"`
 	// message says why the object is not in every namespace.
 	// +optional
@@ -696,6 +714,7 @@ type TenantResourceStatus struct {
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a Tenant's name is used as a label value and must be at most 63 characters"
 type Tenant struct {
 	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
