@@ -11,11 +11,15 @@ LDFLAGS   := -X orderly.dev/orderly/internal/version.Version=$(VERSION) -X order
 ORDERLY   := $(BIN)/orderly
 CONTROLLER_GEN := $(BIN)/controller-gen
 GOLANGCI_LINT  := $(BIN)/golangci-lint
+# golangci-lint with the Kube API Linter (sigs.k8s.io/kube-api-linter) built in, for
+# the API types only (.golangci-kal.yml).
+GOLANGCI_KAL   := $(BIN)/golangci-lint-kube-api-linter
 CRD_REF_DOCS   := $(BIN)/crd-ref-docs
 HELM           := $(BIN)/helm
 # Pinned in hack/tools/<tool>/go.mod; rebuilt when that file changes.
 CONTROLLER_GEN_MOD := hack/tools/controller-gen/go.mod
 GOLANGCI_LINT_MOD  := hack/tools/golangci-lint/go.mod
+GOLANGCI_KAL_MOD   := hack/tools/kube-api-linter/go.mod
 CRD_REF_DOCS_MOD   := hack/tools/crd-ref-docs/go.mod
 HELM_MOD           := hack/tools/helm/go.mod
 # envtest's API server and etcd, built from source and cached by `orderly dev assets`.
@@ -183,6 +187,10 @@ $(GOLANGCI_LINT): $(GOLANGCI_LINT_MOD)
 	@echo "Building golangci-lint (first time only, about 2 minutes)"
 	cd hack/tools/golangci-lint && $(GO) build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
+$(GOLANGCI_KAL): $(GOLANGCI_KAL_MOD)
+	@echo "Building golangci-lint with the Kube API Linter (first time only, about 2 minutes)"
+	cd hack/tools/kube-api-linter && $(GO) build -o $(GOLANGCI_KAL) sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter
+
 $(HELM): $(HELM_MOD)
 	@echo "Building helm (first time only, about 3 minutes)"
 	cd hack/tools/helm && $(GO) build -o $(HELM) helm.sh/helm/v4/cmd/helm
@@ -254,8 +262,9 @@ verify: generate manifests api-docs chart ## Fail when generated files, go.mod o
 	@test -z "$$(git ls-files --others --exclude-standard -- $(CHART))" || { echo "Untracked chart files:"; git ls-files --others --exclude-standard -- $(CHART); exit 1; }
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) $(HELM) ## Run golangci-lint and helm lint.
+lint: $(GOLANGCI_LINT) $(GOLANGCI_KAL) $(HELM) ## Run golangci-lint, the Kube API Linter on api/ and helm lint.
 	$(GOLANGCI_LINT) run --build-tags integration,e2e,bench ./...
+	$(GOLANGCI_KAL) run --config .golangci-kal.yml ./api/...
 	$(HELM) lint --strict $(CHART)
 	$(HELM) lint --strict $(CHART) --set webhook.certManager.enabled=true,metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.grafanaDashboard.enabled=true,controllers.canary.enabled=false
 
