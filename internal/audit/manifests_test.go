@@ -343,3 +343,61 @@ func TestClientOfAnotherProjectsKinds(t *testing.T) {
 		}
 	}
 }
+
+// A stable API that adds alpha kinds is graded on the mix: CloudNativePG with
+// Database, Publication and Subscription served at v1alpha1 only loses 9 points of
+// API (3 of 10 kinds users write, at 30 each), not the 30 of an alpha-only project
+// such as Pruner's.
+func TestMaturityOfAStableGroupWithNewAlphaKinds(t *testing.T) {
+	s := fromManifests(t, "", "cnpg.yaml")
+	for i := range s.CRDs {
+		switch s.CRDs[i].Spec.Names.Kind {
+		case "Database", "Publication", "Subscription":
+			s.CRDs[i].Spec.Versions[0].Name = "v1alpha1"
+		}
+	}
+	r := Audit(s, Options{})
+	o := r.Operators[0]
+	if o.Scores.API != 91 || answerOf(o, "api").Answer != Partly {
+		t.Errorf("API %d, answer %+v; want 91 and partly", o.Scores.API, answerOf(o, "api"))
+	}
+	if m := notPassed(o.Findings)["api.maturity (postgresql.cnpg.io)"]; m != 9 {
+		t.Errorf("api.maturity penalty %d, want 9", m)
+	}
+	if g := r.Groups[0]; maturityText(g) != "7 stable, 3 alpha" || g.Maturity != Alpha {
+		t.Errorf("group maturity %q (%s), want 7 stable, 3 alpha", maturityText(g), g.Maturity)
+	}
+}
+
+// --group on the four operators' cluster: each operator's grade is the same
+// filtered or not, and a mistyped group is refused with the nearest one.
+func TestGroupFilterOnManifests(t *testing.T) {
+	s := fromManifests(t, "", "cnpg.yaml", "monitoring-crds.yaml", "ledger.yaml", "pruner.yaml")
+	strimzi := fromManifests(t, "kafka", "strimzi.yaml")
+	s.CRDs = append(s.CRDs, strimzi.CRDs...)
+	s.Deployments = append(s.Deployments, strimzi.Deployments...)
+	s.ClusterRoles = append(s.ClusterRoles, strimzi.ClusterRoles...)
+	s.ClusterRoleBindings = append(s.ClusterRoleBindings, strimzi.ClusterRoleBindings...)
+	s.RoleBindings = append(s.RoleBindings, strimzi.RoleBindings...)
+	s.Pods = append(s.Pods, strimzi.Pods...)
+	all := map[string]Operator{}
+	for _, o := range Audit(s, Options{}).Operators {
+		all[o.Ref()] = o
+	}
+	if len(all) != 4 {
+		t.Fatalf("operators %d, want 4", len(all))
+	}
+	for _, g := range []string{"postgresql.cnpg.io", "kafka.strimzi.io", "core.strimzi.io", "ledger.example.com", "cleanup.example.io"} {
+		r := Audit(s, Options{Groups: []string{g}})
+		if len(r.Operators) != 1 || !slices.Equal(r.Filter, []string{g}) {
+			t.Errorf("--group %s: %d operators, filter %q", g, len(r.Operators), r.Filter)
+			continue
+		}
+		if o := r.Operators[0]; o.Scores != all[o.Ref()].Scores || o.Grade != all[o.Ref()].Grade {
+			t.Errorf("--group %s: %s %+v %s, unfiltered %+v %s", g, o.Ref(), o.Scores, o.Grade, all[o.Ref()].Scores, all[o.Ref()].Grade)
+		}
+	}
+	if err := MissingGroups(s, []string{"kafka.strimzy.io"}); err == nil || !strings.Contains(err.Error(), "did you mean kafka.strimzi.io?") {
+		t.Errorf("a mistyped group: %v", err)
+	}
+}
