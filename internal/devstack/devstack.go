@@ -305,7 +305,6 @@ func Up(ctx context.Context, o Options, out io.Writer) (*Stack, error) {
 		wg.Go(func() {
 			defer close(done[p])
 			r := s.up(ctx, p, done, w)
-			r.Part = p
 			mu.Lock()
 			results[p] = r
 			mu.Unlock()
@@ -356,19 +355,29 @@ func (s *Stack) up(ctx context.Context, p Part, waitFor map[Part]chan struct{}, 
 	case Member:
 		r, err = s.upMember(ctx)
 	}
-	if err != nil {
-		r = Result{Detail: err.Error()}
-		if m := (*standin.MissingError)(nil); errors.As(err, &m) {
-			r.Fix = m.Install
-			r.Detail = m.What + " is not installed"
-		}
-		r.Detail += "; not Ready without it: " + affects[p]
+	r = resultOf(p, r, err)
+	if r.Ready {
+		s.mu.Lock()
+		s.ready[p] = true
+		s.mu.Unlock()
+	}
+	return r
+}
+
+// resultOf is how part p came up: err says why not, a missing program with the
+// command that installs it, and what stays not Ready without the part.
+func resultOf(p Part, r Result, err error) Result {
+	r.Part = p
+	if err == nil {
+		r.Ready = true
 		return r
 	}
-	r.Ready = true
-	s.mu.Lock()
-	s.ready[p] = true
-	s.mu.Unlock()
+	r = Result{Part: p, Detail: err.Error()}
+	if m := (*standin.MissingError)(nil); errors.As(err, &m) {
+		r.Fix = m.Install
+		r.Detail = m.What + " is not installed"
+	}
+	r.Detail += "; not Ready without it: " + affects[p]
 	return r
 }
 

@@ -1,12 +1,14 @@
 package devstack
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"orderly.dev/orderly/config"
+	"orderly.dev/orderly/internal/standin"
 )
 
 func TestParseParts(t *testing.T) {
@@ -109,5 +111,23 @@ func TestSampleObjects(t *testing.T) {
 	}
 	if kinds["Deployment"] != 0 || kinds["Namespace"] != 0 {
 		t.Errorf("objects of other kinds are waited for: %v", kinds)
+	}
+}
+
+// A stand-in whose program is missing says what stays not Ready and the command that
+// installs it; any other failure says what went wrong and what stays not Ready.
+func TestResultOf(t *testing.T) {
+	missing := fmt.Errorf("starting: %w", &standin.MissingError{What: "the DNS server named (Debian's bind9)", Install: "sudo apt-get install -y bind9"})
+	r := resultOf(DNS, Result{}, missing)
+	if r.Ready || r.Fix != "sudo apt-get install -y bind9" || !strings.Contains(r.Detail, "named (Debian's bind9) is not installed") ||
+		!strings.Contains(r.Detail, "DomainZone int-example and ServiceDomain shop") {
+		t.Errorf("missing named: %+v", r)
+	}
+	r = resultOf(S3, Result{}, errors.New("go install: exit status 1"))
+	if r.Ready || r.Fix != "" || !strings.Contains(r.Detail, "exit status 1; not Ready without it: BackupVerification orders-nightly") {
+		t.Errorf("a failed build: %+v", r)
+	}
+	if r := resultOf(Member, Result{Detail: "up"}, nil); !r.Ready || r.Part != Member || r.Detail != "up" {
+		t.Errorf("success: %+v", r)
 	}
 }
