@@ -336,10 +336,10 @@ func TestDisabledControllerGetsNoRBAC(t *testing.T) {
 			}
 		})
 	}
-	// The webhook's Service goes with LabelPolicy and ImagePolicy's webhook, the kinds'
-	// aggregated role with SleepSchedule.
-	if Find(template(t, "controllers.labelpolicy.enabled=false", "controllers.imagepolicy.webhook=false"), "Service", "orderly-webhook") != nil {
-		t.Error("Service orderly-webhook rendered with LabelPolicy off and no ImagePolicy webhook")
+	// The webhook's Service is always there (the conversion webhook of the kinds
+	// served in two versions), the kinds' aggregated role goes with SleepSchedule.
+	if Find(template(t, "controllers.labelpolicy.enabled=false", "controllers.imagepolicy.webhook=false"), "Service", "orderly-webhook") == nil {
+		t.Error("Service orderly-webhook not rendered with LabelPolicy off and no ImagePolicy webhook: the conversion webhook needs it")
 	}
 	if Find(template(t, "controllers.labelpolicy.enabled=false"), "Service", "orderly-webhook") == nil {
 		t.Error("Service orderly-webhook not rendered for ImagePolicy's webhook")

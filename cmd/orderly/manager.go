@@ -225,6 +225,7 @@ func runManager(ctx context.Context, o managerOptions) error {
 	}
 	webhookOpts := o.webhook.options()
 	webhookOpts.ImagePolicy = imageScanFlags.webhook
+	webhookOpts.Conversion = servesConversion(webhookOpts.URL)
 	if _, err := webhookOpts.Validate(); err != nil {
 		return err
 	}

@@ -9,11 +9,13 @@ import (
 	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
+	datav1beta1 "orderly.dev/orderly/api/data/v1beta1"
 	deliveryv1alpha1 "orderly.dev/orderly/api/delivery/v1alpha1"
 	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
 	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	powerv1beta1 "orderly.dev/orderly/api/power/v1beta1"
 	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 )
@@ -25,7 +27,9 @@ func New() *runtime.Scheme {
 	utilruntime.Must(tenancyv1alpha1.AddToScheme(s))
 	utilruntime.Must(policyv1alpha1.AddToScheme(s))
 	utilruntime.Must(datav1alpha1.AddToScheme(s))
+	utilruntime.Must(datav1beta1.AddToScheme(s))
 	utilruntime.Must(powerv1alpha1.AddToScheme(s))
+	utilruntime.Must(powerv1beta1.AddToScheme(s))
 	utilruntime.Must(deliveryv1alpha1.AddToScheme(s))
 	utilruntime.Must(secretsv1alpha1.AddToScheme(s))
 	utilruntime.Must(networkv1alpha1.AddToScheme(s))

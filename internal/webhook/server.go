@@ -15,6 +15,8 @@ import (
 	"slices"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +28,7 @@ import (
 	"orderly.dev/orderly/internal/controller/policy/labelpolicy"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/webhook/certs"
+	"orderly.dev/orderly/internal/webhook/conversion"
 	imagepolicywebhook "orderly.dev/orderly/internal/webhook/imagepolicy"
 	labelpolicywebhook "orderly.dev/orderly/internal/webhook/labelpolicy"
 )
@@ -60,6 +63,10 @@ type Options struct {
 	// ImagePolicy serves the ImagePolicy webhook (the checks from scan results) when
 	// the ImagePolicy controller runs (--imagepolicy-webhook).
 	ImagePolicy bool
+	// Conversion serves the conversion webhook of the kinds served in two versions
+	// and points their CRDs at it (internal/webhook/conversion). The manager sets it
+	// when the API server can reach it: in a pod (through Service), or with URL.
+	Conversion bool
 }
 
 // Validate checks the options without talking to the cluster and returns the
@@ -101,6 +108,14 @@ type Server struct {
 	namespace string
 	// certs keeps Orderly's own certificate; nil when it comes from CertDir.
 	certs *certs.Manager
+	// conversion is set when the conversion webhook is served: how the API server
+	// reaches it and the CA of its certificate.
+	conversion *conversionEndpoint
+}
+
+type conversionEndpoint struct {
+	endpoint *admission.Endpoint
+	caBundle func() ([]byte, error)
 }
 
 // DisableHTTP2 makes a TLS server offer HTTP/1.1 only. HTTP/2's stream handling was
@@ -132,24 +147,35 @@ func Prepare(ctx context.Context, cfg *rest.Config, o Options, namespace string,
 	// LabelPolicy mutation mode: asked to, with its controller, the manager serves it.
 	s.images = o.ImagePolicy && slices.ContainsFunc(controllers, func(c kit.Controller) bool { return c.Name == imagepolicy.Name })
 	labels := slices.ContainsFunc(controllers, func(c kit.Controller) bool { return c.Name == labelpolicy.Name })
-	if !labels && !s.images {
-		return s, nil
-	}
 	if labels {
 		if s.Admission.MAPServed, err = admission.ServesMutatingAdmissionPolicy(cfg); err != nil {
 			return nil, err
 		}
 	}
-	if !s.images && !servesWebhook(mode, s.Admission.MAPServed) {
+	// Admission webhooks: ImagePolicy's, and LabelPolicy's where labels are filled
+	// in by Orderly's webhook.
+	admissionWebhooks := s.images || (labels && servesWebhook(mode, s.Admission.MAPServed))
+	if !admissionWebhooks && !o.Conversion {
 		return s, nil
 	}
 	s.serve = true
 	endpoint, dnsNames, ips := o.endpoint(namespace)
-	s.Admission.Webhook = endpoint
+	if admissionWebhooks {
+		s.Admission.Webhook = endpoint
+	}
+	var caBundle func() ([]byte, error)
+	defer func() {
+		if admissionWebhooks {
+			s.Admission.CABundle = caBundle
+		}
+		if o.Conversion {
+			s.conversion = &conversionEndpoint{endpoint: endpoint, caBundle: caBundle}
+		}
+	}()
 	if o.CertDir != "" {
 		s.ServerOptions.CertDir = o.CertDir
-		s.Admission.CABundle = certs.FileCA{Dir: o.CertDir}.CABundle
-		if _, err := s.Admission.CABundle(); err != nil {
+		caBundle = certs.FileCA{Dir: o.CertDir}.CABundle
+		if _, err := caBundle(); err != nil {
 			return nil, err
 		}
 		return s, nil
@@ -163,7 +189,7 @@ func Prepare(ctx context.Context, cfg *rest.Config, o Options, namespace string,
 	if err := s.certs.Ensure(ctx); err != nil {
 		return nil, fmt.Errorf("preparing the webhook's serving certificate: %w", err)
 	}
-	s.Admission.CABundle = s.certs.CABundle
+	caBundle = s.certs.CABundle
 	s.ServerOptions.TLSOpts = append(s.ServerOptions.TLSOpts, func(t *tls.Config) { t.GetCertificate = s.certs.GetCertificate })
 	return s, nil
 }
@@ -207,10 +233,17 @@ func (s *Server) Register(ctx context.Context, mgr ctrl.Manager) error {
 	if !s.serve {
 		return nil
 	}
-	if err := labelpolicywebhook.Register(ctx, mgr, s.namespace); err != nil {
-		return err
+	if s.Admission.Webhook != nil {
+		if err := labelpolicywebhook.Register(ctx, mgr, s.namespace); err != nil {
+			return err
+		}
 	}
-	if s.images {
+	if s.conversion != nil {
+		if err := registerConversion(mgr, s.conversion); err != nil {
+			return err
+		}
+	}
+	if s.images && s.Admission.Webhook != nil {
 		if err := imagepolicywebhook.Register(ctx, mgr, s.namespace); err != nil {
 			return err
 		}
@@ -222,4 +255,20 @@ func (s *Server) Register(ctx context.Context, mgr ctrl.Manager) error {
 		return mgr.Add(s.certs)
 	}
 	return nil
+}
+
+// registerConversion serves the conversion webhook on mgr and adds the leader's
+// writer of the CRDs' spec.conversion. The writer reads and patches CRDs directly,
+// with a client of its own: the manager's cache holds no CRDs.
+func registerConversion(mgr ctrl.Manager, c *conversionEndpoint) error {
+	mgr.GetWebhookServer().Register(conversion.Path, conversion.Handler(mgr.GetScheme()))
+	s := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return err
+	}
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: s})
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&conversion.Writer{Client: direct, Endpoint: c.endpoint, CABundle: c.caBundle})
 }

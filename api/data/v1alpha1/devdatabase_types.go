@@ -386,6 +386,8 @@ type DevDatabaseUserStatus struct {
 // +kubebuilder:printcolumn:name="Database",type=string,JSONPath=`.status.database`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:storageversion
+// +kubebuilder:deprecatedversion:warning="data.orderly.dev/v1alpha1 DevDatabase is deprecated: use data.orderly.dev/v1beta1 (the same fields)"
 type DevDatabase struct {
 	metav1.TypeMeta `json:",inline"`
 	// metadata is the standard object metadata.

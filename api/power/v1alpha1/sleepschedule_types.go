@@ -597,6 +597,8 @@ type SleepScheduleStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a SleepSchedule's name is used as a label value and must be at most 63 characters"
+// +kubebuilder:storageversion
+// +kubebuilder:deprecatedversion:warning="power.orderly.dev/v1alpha1 SleepSchedule is deprecated: use power.orderly.dev/v1beta1 (the same fields)"
 type SleepSchedule struct {
 	metav1.TypeMeta `json:",inline"`
 	// metadata is the standard object metadata.

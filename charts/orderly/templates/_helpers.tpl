@@ -36,12 +36,10 @@ app.kubernetes.io/component: manager
 {{/* Serves the webhook with a cert-manager Certificate (mounted here). */}}
 {{- define "orderly.webhookCertDir" -}}/etc/orderly/webhook-certs{{- end -}}
 
-{{/* "true" when the manager serves a webhook: LabelPolicy's fallback, or ImagePolicy's
-checks from scan results. */}}
-{{- define "orderly.webhookServed" -}}
-{{- $c := .Values.controllers -}}
-{{- if or $c.labelpolicy.enabled (and $c.imagepolicy.enabled $c.imagepolicy.webhook) -}}true{{- end -}}
-{{- end -}}
+{{/* "true" when the manager serves a webhook: always, since it converts SleepSchedules
+and DevDatabases between v1alpha1 and v1beta1 whichever controllers run (besides
+LabelPolicy's fallback and ImagePolicy's checks from scan results). */}}
+{{- define "orderly.webhookServed" -}}true{{- end -}}
 
 {{/* "true" when the manager mounts volumes: cert-manager's webhook certificate, the
 vulnerability database. */}}
