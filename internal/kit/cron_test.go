@@ -35,7 +35,7 @@ func TestCronNext(t *testing.T) {
 		{"0 0 * * 7", "2026-03-02 00:00", "2026-03-08 00:00", time.UTC},    // 7 is Sunday
 		{"0 9 * JAN-mar Mon-FRI", "2026-03-31 10:00", "2027-01-01 09:00", time.UTC},
 		{"0 0 * * sun", "2026-03-02 00:00", "2026-03-08 00:00", time.UTC},
-		{"0 12 15 * 1", "2026-03-10 13:00", "2026-03-15 12:00", time.UTC},  // either day field matches (15th is a Sunday; Monday 16 later)
+		{"0 12 15 * 1", "2026-03-10 13:00", "2026-03-15 12:00", time.UTC}, // either day field matches (15th is a Sunday; Monday 16 later)
 		// 02:30 does not exist in Berlin on 2026-03-29 (DST starts): next day.
 		{"30 2 * * *", "2026-03-28 03:00", "2026-03-30 02:30", berlin},
 		// Havana's clocks jump from 23:59 to 01:00 on 2026-03-08: that day has no
