@@ -55,19 +55,21 @@ func deployment(replicas *int32, gen, observed int64, total, updated, ready, ava
 	}
 }
 
-func statefulSet(replicas *int32, gen, observed int64, updated, ready int32, current, update string) *appsv1.StatefulSet {
+// statefulSet's current revision is "a"; update is the revision being rolled out.
+func statefulSet(replicas *int32, gen, observed int64, updated, ready int32, update string) *appsv1.StatefulSet {
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "s", Generation: gen},
 		Spec:       appsv1.StatefulSetSpec{Replicas: replicas},
 		Status: appsv1.StatefulSetStatus{ObservedGeneration: observed, UpdatedReplicas: updated, ReadyReplicas: ready,
-			CurrentRevision: current, UpdateRevision: update},
+			CurrentRevision: "a", UpdateRevision: update},
 	}
 }
 
-func daemonSet(gen, observed int64, desired, updated, ready, unavailable int32) *appsv1.DaemonSet {
+// daemonSet has observed generation 1.
+func daemonSet(gen int64, desired, updated, ready, unavailable int32) *appsv1.DaemonSet {
 	return &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "ds", Generation: gen},
-		Status: appsv1.DaemonSetStatus{ObservedGeneration: observed, DesiredNumberScheduled: desired,
+		Status: appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: desired,
 			UpdatedNumberScheduled: updated, NumberReady: ready, NumberUnavailable: unavailable},
 	}
 }
@@ -100,33 +102,33 @@ var rolloutCases = []rolloutCase{
 		canary: no, rotation: no, sleep: no, placing: no, complete: false, readyAtCount: false, readyCount: 0},
 
 	// StatefulSets: replicas, generation, observed, updated, ready, currentRevision, updateRevision.
-	{name: "statefulset rolled out", obj: statefulSet(ptr.To[int32](2), 1, 1, 2, 2, "a", "a"),
+	{name: "statefulset rolled out", obj: statefulSet(ptr.To[int32](2), 1, 1, 2, 2, "a"),
 		canary: na, rotation: yes, sleep: yes, placing: yes, complete: true, readyAtCount: true, readyCount: 2},
-	{name: "statefulset nil replicas is one", obj: statefulSet(nil, 1, 1, 1, 1, "a", "a"),
+	{name: "statefulset nil replicas is one", obj: statefulSet(nil, 1, 1, 1, 1, "a"),
 		canary: na, rotation: yes, sleep: yes, placing: yes, complete: true, readyAtCount: true, readyCount: 1},
-	{name: "statefulset observedGeneration behind", obj: statefulSet(ptr.To[int32](2), 2, 1, 2, 2, "a", "a"),
+	{name: "statefulset observedGeneration behind", obj: statefulSet(ptr.To[int32](2), 2, 1, 2, 2, "a"),
 		canary: na, rotation: no, sleep: no, placing: yes, complete: false, readyAtCount: false, readyCount: 0},
-	{name: "statefulset rolling, old pods ready", obj: statefulSet(ptr.To[int32](2), 2, 2, 1, 2, "a", "b"),
+	{name: "statefulset rolling, old pods ready", obj: statefulSet(ptr.To[int32](2), 2, 2, 1, 2, "b"),
 		canary: na, rotation: no, sleep: yes, placing: yes, complete: false, readyAtCount: true, readyCount: 2},
-	{name: "statefulset updated, revision not yet current", obj: statefulSet(ptr.To[int32](2), 2, 2, 2, 2, "a", "b"),
+	{name: "statefulset updated, revision not yet current", obj: statefulSet(ptr.To[int32](2), 2, 2, 2, 2, "b"),
 		canary: na, rotation: no, sleep: yes, placing: yes, complete: false, readyAtCount: true, readyCount: 2},
-	{name: "statefulset OnDelete, nothing updated", obj: statefulSet(ptr.To[int32](2), 2, 2, 0, 2, "a", "b"),
+	{name: "statefulset OnDelete, nothing updated", obj: statefulSet(ptr.To[int32](2), 2, 2, 0, 2, "b"),
 		canary: na, rotation: no, sleep: yes, placing: yes, complete: false, readyAtCount: true, readyCount: 2},
-	{name: "statefulset pods not ready", obj: statefulSet(ptr.To[int32](2), 1, 1, 2, 1, "a", "a"),
+	{name: "statefulset pods not ready", obj: statefulSet(ptr.To[int32](2), 1, 1, 2, 1, "a"),
 		canary: na, rotation: no, sleep: no, placing: no, complete: false, readyAtCount: false, readyCount: 1},
-	{name: "statefulset zero replicas", obj: statefulSet(ptr.To[int32](0), 2, 2, 0, 0, "a", "b"),
+	{name: "statefulset zero replicas", obj: statefulSet(ptr.To[int32](0), 2, 2, 0, 0, "b"),
 		canary: na, rotation: yes, sleep: yes, placing: yes, complete: true, readyAtCount: true, readyCount: 0},
 
 	// DaemonSets: generation, observed, desired, updated, ready, unavailable.
-	{name: "daemonset rolled out", obj: daemonSet(1, 1, 3, 3, 3, 0),
+	{name: "daemonset rolled out", obj: daemonSet(1, 3, 3, 3, 0),
 		canary: na, rotation: yes, sleep: na, placing: na, complete: true, readyAtCount: true, readyCount: 3},
-	{name: "daemonset observedGeneration behind", obj: daemonSet(2, 1, 3, 3, 3, 0),
+	{name: "daemonset observedGeneration behind", obj: daemonSet(2, 3, 3, 3, 0),
 		canary: na, rotation: no, sleep: na, placing: na, complete: false, readyAtCount: false, readyCount: 0},
-	{name: "daemonset updating", obj: daemonSet(1, 1, 3, 1, 3, 0),
+	{name: "daemonset updating", obj: daemonSet(1, 3, 1, 3, 0),
 		canary: na, rotation: no, sleep: na, placing: na, complete: false, readyAtCount: false, readyCount: 1},
-	{name: "daemonset ready, one unavailable", obj: daemonSet(1, 1, 3, 3, 3, 1),
+	{name: "daemonset ready, one unavailable", obj: daemonSet(1, 3, 3, 3, 1),
 		canary: na, rotation: no, sleep: na, placing: na, complete: false, readyAtCount: true, readyCount: 3},
-	{name: "daemonset on no node", obj: daemonSet(1, 1, 0, 0, 0, 0),
+	{name: "daemonset on no node", obj: daemonSet(1, 0, 0, 0, 0),
 		canary: na, rotation: yes, sleep: na, placing: na, complete: true, readyAtCount: true, readyCount: 0},
 }
 

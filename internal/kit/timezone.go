@@ -3,6 +3,7 @@ package kit
 import (
 	"fmt"
 	"time"
+
 	// Every time zone a user names resolves, whatever the host or the image has in
 	// /usr/share/zoneinfo (the manager's image has none).
 	_ "time/tzdata"

@@ -186,7 +186,7 @@ func TestSameNameProfileInAnotherNamespace(t *testing.T) {
 	}
 	eventually(t, "the copy gone from the status", func() error {
 		if err := k.Get(ctx, impostor, &clusterinventoryv1alpha1.ClusterProfile{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s still there (%v)", impostor, err)
+			return fmt.Errorf("%s still there (%w)", impostor, err)
 		}
 		return realPlaced(false)()
 	})

@@ -67,16 +67,17 @@ type workload struct {
 	template *corev1.PodTemplateSpec
 }
 
-func asWorkload(o client.Object) (workload, bool) {
+// asWorkload is the workload o is; an empty one when o is none of the three kinds.
+func asWorkload(o client.Object) workload {
 	switch w := o.(type) {
 	case *appsv1.Deployment:
-		return workload{ref: secretsv1alpha1.ConsumerRef{Kind: secretsv1alpha1.KindDeployment, Name: w.Name}, obj: w, template: &w.Spec.Template}, true
+		return workload{ref: secretsv1alpha1.ConsumerRef{Kind: secretsv1alpha1.KindDeployment, Name: w.Name}, obj: w, template: &w.Spec.Template}
 	case *appsv1.StatefulSet:
-		return workload{ref: secretsv1alpha1.ConsumerRef{Kind: secretsv1alpha1.KindStatefulSet, Name: w.Name}, obj: w, template: &w.Spec.Template}, true
+		return workload{ref: secretsv1alpha1.ConsumerRef{Kind: secretsv1alpha1.KindStatefulSet, Name: w.Name}, obj: w, template: &w.Spec.Template}
 	case *appsv1.DaemonSet:
-		return workload{ref: secretsv1alpha1.ConsumerRef{Kind: secretsv1alpha1.KindDaemonSet, Name: w.Name}, obj: w, template: &w.Spec.Template}, true
+		return workload{ref: secretsv1alpha1.ConsumerRef{Kind: secretsv1alpha1.KindDaemonSet, Name: w.Name}, obj: w, template: &w.Spec.Template}
 	}
-	return workload{}, false
+	return workload{}
 }
 
 // selectConsumers picks, from the workloads of the namespace, those to roll: the

@@ -35,7 +35,7 @@ func TestReferencesSecret(t *testing.T) {
 
 func deployment(name string, spec corev1.PodSpec) workload {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: spec}}}
-	w, _ := asWorkload(d)
+	w := asWorkload(d)
 	return w
 }
 

@@ -169,7 +169,7 @@ func (r *Reconciler) getWorkload(ctx context.Context, ns string, ref secretsv1al
 		}
 		return nil, fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
 	}
-	w, _ := asWorkload(obj)
+	w := asWorkload(obj)
 	return &w, nil
 }
 
@@ -181,7 +181,7 @@ func (r *Reconciler) listWorkloads(ctx context.Context, ns string) ([]workload, 
 		return nil, fmt.Errorf("listing Deployments: %w", err)
 	}
 	for i := range deps.Items {
-		w, _ := asWorkload(&deps.Items[i])
+		w := asWorkload(&deps.Items[i])
 		out = append(out, w)
 	}
 	var sts appsv1.StatefulSetList
@@ -189,7 +189,7 @@ func (r *Reconciler) listWorkloads(ctx context.Context, ns string) ([]workload, 
 		return nil, fmt.Errorf("listing StatefulSets: %w", err)
 	}
 	for i := range sts.Items {
-		w, _ := asWorkload(&sts.Items[i])
+		w := asWorkload(&sts.Items[i])
 		out = append(out, w)
 	}
 	var dss appsv1.DaemonSetList
@@ -197,7 +197,7 @@ func (r *Reconciler) listWorkloads(ctx context.Context, ns string) ([]workload, 
 		return nil, fmt.Errorf("listing DaemonSets: %w", err)
 	}
 	for i := range dss.Items {
-		w, _ := asWorkload(&dss.Items[i])
+		w := asWorkload(&dss.Items[i])
 		out = append(out, w)
 	}
 	return out, nil
