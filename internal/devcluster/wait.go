@@ -103,8 +103,9 @@ func crdEstablished(crd *unstructured.Unstructured) bool {
 }
 
 // waitClusterSettled waits until there are at least nodes Ready nodes, none of them
-// not Ready, and the default ServiceAccount exists (Pods cannot be created in the
-// default namespace before it does); it returns a summary of the cluster.
+// not Ready, the default ServiceAccount exists (Pods cannot be created in the
+// default namespace before it does) and admission policies are configured; it
+// returns a summary of the cluster.
 func waitClusterSettled(ctx context.Context, cfg *rest.Config, nodes int, timeout time.Duration) (string, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -129,7 +130,34 @@ func waitClusterSettled(ctx context.Context, cfg *rest.Config, nodes int, timeou
 	if err != nil {
 		return "", err
 	}
+	if err := waitAdmissionConfigured(ctx, cs, timeout); err != nil {
+		return "", err
+	}
 	return describe(ctx, cfg)
+}
+
+// waitAdmissionConfigured waits until a Namespace can be created as far as admission
+// is concerned (a server-side dry run). A restarted API server refuses every request
+// that a ValidatingAdmissionPolicy with a custom paramKind matches ("failed to
+// configure policy: failed to find resource referenced by paramKind") until its
+// admission plugin has discovered the CRD again, some seconds after /readyz; a policy
+// Orderly's manager left in the cluster (the Tenant self-service one matches every
+// Namespace) would otherwise fail whatever comes next. Any other refusal counts as
+// configured: it is a policy's decision, not the plugin's state.
+func waitAdmissionConfigured(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
+	probe := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "orderly-dev-admission-probe"}}
+	return poll(ctx, timeout, "admission policies to be configured", func(ctx context.Context) (bool, string, error) {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && admissionNotConfigured(err) {
+			return false, err.Error(), nil
+		}
+		return true, "", nil
+	})
+}
+
+// admissionNotConfigured tells a policy's configuration failure from its decision.
+func admissionNotConfigured(err error) bool {
+	return strings.Contains(err.Error(), "failed to configure policy")
 }
 
 func countReady(nodes []corev1.Node) int {

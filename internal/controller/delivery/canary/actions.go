@@ -91,7 +91,7 @@ func Describe(ctx context.Context, c client.Client, key client.ObjectKey) (strin
 	for _, d := range st.Decisions {
 		fmt.Fprintf(w, "  %s\t%s\t%d\t%d%%\t%s\t%s\n", d.Time.UTC().Format("15:04:05"), d.Revision, d.Step, d.Weight, d.Verdict, d.Reason)
 		for _, m := range d.Metrics {
-			line := fmt.Sprintf("    %s: %s", m.Name, m.Verdict)
+			line := fmt.Sprintf("%s: %s", m.Name, m.Verdict)
 			if m.Canary != nil && m.Canary.Count > 0 {
 				line += fmt.Sprintf(", canary n=%d median %s", m.Canary.Count, m.Canary.Median)
 			}
@@ -101,7 +101,8 @@ func Describe(ctx context.Context, c client.Client, key client.ObjectKey) (strin
 			if m.PValue != "" {
 				line += fmt.Sprintf(", U=%s p=%s shift %s (allowed %s)", m.Statistic, m.PValue, m.Effect, m.AllowedEffect)
 			}
-			fmt.Fprintf(w, "%s\t\t\t\t\t\n", line)
+			// Under WHY: in the first column the line would widen TIME for every row.
+			fmt.Fprintf(w, "\t\t\t\t\t%s\n", line)
 		}
 	}
 	_ = w.Flush()
