@@ -148,11 +148,23 @@ func addManagerFlags(f *pflag.FlagSet, o *managerOptions) {
 	addImageScanFlags(f)
 }
 
+// restConfig is the client configuration of every command; its warnings go to
+// standard error (the manager logs them instead).
 func restConfig(kubeconfig string) (*rest.Config, error) {
+	var (
+		cfg *rest.Config
+		err error
+	)
 	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
 	}
-	return ctrl.GetConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.WarningHandler, cfg.WarningHandlerWithContext = nil, cliWarnings()
+	return cfg, nil
 }
 
 func leaderElectionNamespace(flag string) string {
@@ -245,6 +257,7 @@ func runManager(ctx context.Context, o managerOptions) error {
 		return err
 	}
 	cfg.UserAgent = "orderly/" + version.Version
+	cfg.WarningHandlerWithContext = managerWarnings()
 
 	scheme := newScheme()
 	byObject, err := kit.MergeCache(scheme, selected)

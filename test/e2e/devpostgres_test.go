@@ -91,7 +91,7 @@ func TestDevPostgresServesTheSamples(t *testing.T) {
 	t.Cleanup(func() { _ = c.Delete(context.Background(), &admin) })
 
 	var objs []*unstructured.Unstructured
-	for _, f := range []string{"../../config/samples/data_v1alpha1_databaseserver.yaml", "../../config/samples/data_v1alpha1_devdatabase.yaml"} {
+	for _, f := range []string{"../../config/samples/data_v1alpha1_databaseserver.yaml", "../../config/samples/data_v1beta1_devdatabase.yaml"} {
 		objs = append(objs, readSamples(t, f, port)...)
 	}
 	for _, o := range objs {

@@ -398,7 +398,7 @@ func TestKindsValidation(t *testing.T) {
 	NewWithT(t).Expect(k.Create(context.Background(), ok, client.DryRunAll)).To(Succeed())
 
 	// The sample, with its kinds, is accepted as it is.
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", "power_v1alpha1_sleepschedule.yaml"))
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", "power_v1beta1_sleepschedule.yaml"))
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	sample := &unstructured.Unstructured{}
 	NewWithT(t).Expect(yaml.Unmarshal(raw, &sample.Object)).To(Succeed())
