@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"orderly.dev/orderly/test/canaryapp"
+	"orderly.dev/orderly/internal/standin/canaryapp"
 )
 
 // A server scrapes its targets, becomes unreachable when stopped, and comes back on

@@ -29,8 +29,8 @@ import (
 	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	"orderly.dev/orderly/config"
 	"orderly.dev/orderly/internal/devcluster"
+	"orderly.dev/orderly/internal/standin/canaryapp"
 	"orderly.dev/orderly/internal/testprom"
-	"orderly.dev/orderly/test/canaryapp"
 )
 
 // BenchmarkCanaries analyses BENCH_CANARIES (default 200) Canaries at once, each with

@@ -27,8 +27,8 @@ import (
 	deliveryv1alpha1 "orderly.dev/orderly/api/delivery/v1alpha1"
 	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	"orderly.dev/orderly/internal/devcluster"
+	"orderly.dev/orderly/internal/standin/canaryapp"
 	"orderly.dev/orderly/internal/testprom"
-	"orderly.dev/orderly/test/canaryapp"
 )
 
 // The Canary tests run Orderly's manager (as its ServiceAccount) against the local

@@ -28,8 +28,8 @@ import (
 	deliveryv1alpha1 "orderly.dev/orderly/api/delivery/v1alpha1"
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/kit"
+	"orderly.dev/orderly/internal/standin/canaryapp"
 	"orderly.dev/orderly/internal/testenv"
-	"orderly.dev/orderly/test/canaryapp"
 )
 
 // healthy sets both variants of a target to the same low error ratio.

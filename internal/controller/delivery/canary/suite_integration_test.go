@@ -25,9 +25,9 @@ import (
 	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/kit"
+	"orderly.dev/orderly/internal/standin/canaryapp"
 	"orderly.dev/orderly/internal/testenv"
 	"orderly.dev/orderly/internal/testprom"
-	"orderly.dev/orderly/test/canaryapp"
 )
 
 // The suite runs the controller against a real API server and etcd (envtest), with
