@@ -22,7 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
 	"orderly.dev/orderly/internal/database"
@@ -35,25 +37,29 @@ const Name = "secretrotation"
 // MinInterval is the shortest spec.interval accepted (--secretrotation-min-interval).
 var MinInterval = time.Hour
 
-// Polling intervals. The controller does not cache Secrets or workloads (see
-// Cache), so it looks again on a timer: often while consumers roll, and at
-// DefaultPoll otherwise, to notice a Secret changed by someone else.
+// Polling intervals. The Secret a SecretRotation names is watched (watch.go): its
+// creation and changes wake the SecretRotation at once. Workloads are not cached (see
+// Cache), so while consumers roll the controller looks at them on a timer,
+// rollingPoll. An idle SecretRotation is looked at again every DefaultPoll only as a
+// safety net (the watch already reports what it waits for; time-driven work asks for
+// its own time), which is why it is long.
 const (
 	rollingPoll = 3 * time.Second
-	DefaultPoll = time.Minute
+	DefaultPoll = 10 * time.Minute
 )
 
 // Reconciler reconciles SecretRotations.
 type Reconciler struct {
 	client.Client
-	// APIReader reads Secrets and workloads, which the cache does not hold, and the
+	// APIReader reads Secrets' content and workloads, which no cache holds, and the
 	// latest SecretRotation when a write loses its optimistic lock.
 	APIReader client.Reader
 	Recorder  kit.Recorder
 	Clock     clock.PassiveClock
 	// MinInterval is the shortest spec.interval accepted.
 	MinInterval time.Duration
-	// Poll is how often an idle SecretRotation looks at its Secret again.
+	// Poll is how often an idle SecretRotation looks at its Secret again, besides
+	// when the Secret's watch reports a change.
 	Poll time.Duration
 	// Namespace is the manager's namespace: SecretRotations there are not acted on,
 	// and DatabaseServers' admin credentials are read from it.
@@ -64,7 +70,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=secrets.orderly.dev,resources=secretrotations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=secrets.orderly.dev,resources=secretrotations/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;patch
 // +kubebuilder:rbac:groups=data.orderly.dev,resources=databaseservers,verbs=get
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
@@ -81,28 +87,40 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 	}
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-secretrotation"),
 		Clock: deps.ClockOrReal(), MinInterval: MinInterval, Poll: DefaultPoll, Namespace: deps.Namespace, Databases: databases}
-	return r.SetupWithManager(mgr, deps.Options)
+	return r.SetupWithManager(ctx, mgr, deps.Options)
 }
 
 // Cache keeps SecretRotations without their managed fields. Secrets and workloads
-// are not cached by this controller at all: the Secrets it reads are any Secret a
-// user names (caching them would put every Secret of the cluster in the manager's
-// memory), and other controllers already hold Secrets and Deployments in their own
-// trimmed shapes. It reads them straight from the API server, only while it has
-// work: a rotation in flight, or its periodic look at its own Secret.
+// are not in the shared cache for this controller: the Secrets it reads are any
+// Secret a user names (caching them would put every Secret of the cluster, with its
+// data, in the manager's memory), and other controllers already hold Secrets and
+// Deployments there in their own trimmed shapes. It watches Secrets through a cache
+// of its own that keeps only their names (watch.go), and reads their content and the
+// workloads straight from the API server, only while it has work: a Secret that
+// changed, a rotation in flight.
 func Cache() kit.CacheRules {
 	return kit.CacheRules{
 		&secretsv1alpha1.SecretRotation{}: {Transform: cache.TransformStripManagedFields()},
 	}
 }
 
-// SetupWithManager registers the controller with mgr. Only spec changes (and
-// deletion) trigger a reconcile; the controller's own status writes do not.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+// SetupWithManager registers the controller with mgr. Spec changes (and deletion)
+// trigger a reconcile, and so does any change of the Secret a SecretRotation names;
+// the controller's own status writes do not.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &secretsv1alpha1.SecretRotation{}, secretIndex, indexSecretName); err != nil {
+		return fmt.Errorf("indexing SecretRotations by Secret: %w", err)
+	}
+	secrets, err := newSecretsCache(mgr)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(opts).
 		For(&secretsv1alpha1.SecretRotation{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Kind(secrets, client.Object(secretObject()),
+			handler.EnqueueRequestsFromMapFunc(r.rotationsOfSecret), secretChanged())).
 		Complete(r)
 }
 

@@ -64,7 +64,7 @@ func startManagerWithDatabases(t *testing.T) {
 	c.Setup = func(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-secretrotation"),
 			Clock: deps.ClockOrReal(), MinInterval: time.Second, Poll: 500 * time.Millisecond, Namespace: deps.Namespace, Databases: connector}
-		return r.SetupWithManager(mgr, deps.Options)
+		return r.SetupWithManager(ctx, mgr, deps.Options)
 	}
 	env.StartManagerForTest(t, kit.Deps{Namespace: managerNamespace, Databases: connector}, []kit.Controller{c})
 }

@@ -42,7 +42,7 @@ var testController = func() kit.Controller {
 	c.Setup = func(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-secretrotation"),
 			Clock: deps.ClockOrReal(), MinInterval: time.Second, Poll: 500 * time.Millisecond, Namespace: deps.Namespace}
-		return r.SetupWithManager(mgr, deps.Options)
+		return r.SetupWithManager(ctx, mgr, deps.Options)
 	}
 	return c
 }()
