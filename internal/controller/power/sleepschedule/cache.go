@@ -38,8 +38,10 @@ func Cache() kit.CacheRules {
 //   - metadata: name, namespace, uid, resourceVersion (the optimistic lock of every
 //     write), generation, timestamps, labels, and only Orderly's own annotations
 //     (power.orderly.dev/*) and, with an empty value, Argo CD's tracking annotation
-//     (whether Argo CD manages the workload); managed fields and every other
-//     annotation (kubectl's last-applied-configuration, ...) are dropped;
+//     (whether Argo CD manages the workload), and the controller owner reference
+//     alone, as its API version, kind, name and uid (whether another operator
+//     controls the workload); managed fields, every other annotation (kubectl's
+//     last-applied-configuration, ...) and every other owner reference are dropped;
 //   - Deployment and StatefulSet: spec.replicas, what one pod requests (the sum of the
 //     containers' CPU and memory requests, for status.savedRequests) and the
 //     readiness status fields;
@@ -138,7 +140,19 @@ func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 		DeletionTimestamp: m.DeletionTimestamp,
 		Labels:            m.Labels,
 		Annotations:       ann,
+		OwnerReferences:   controllerRef(m.OwnerReferences),
 	}
+}
+
+// controllerRef is the controller among refs, as a list of one with only what
+// ownerOf reads; nil when there is none.
+func controllerRef(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	for _, r := range refs {
+		if r.Controller != nil && *r.Controller {
+			return []metav1.OwnerReference{{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: r.UID, Controller: r.Controller}}
+		}
+	}
+	return nil
 }
 
 // trimTemplate keeps what one pod requests: the sum of its containers' CPU and memory

@@ -97,8 +97,21 @@ func installTestKinds(t *testing.T) {
 	installCRD(t, crd(widgetGVK.Group, widgetGVK.Kind, "widgets", "v1", true))
 	installCRD(t, crd(redisGVK.Group, redisGVK.Kind, "redisfailovers", "v1", false))
 	installCRD(t, crd(cacheGVK.Group, cacheGVK.Kind, "caches", "v1", false))
-	installCRD(t, crd(kedaGVK.Group, kedaGVK.Kind, "scaledobjects", "v1alpha1", true))
+	installCRDFile(t, kedaCRD)
 }
+
+// kedaCRD is a minimal ScaledObject CRD with KEDA's names and required fields
+// (testdata/crds/README.md).
+const kedaCRD = "testdata/crds/keda.sh_scaledobjects.yaml"
+
+func installCRDFile(t *testing.T, path string) {
+	t.Helper()
+	_, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{path}})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+}
+
+// kedaTrigger is a trigger of a test ScaledObject; KEDA does not run here.
+const kedaTrigger = `triggers: [{type: cron, metadata: {timezone: UTC, start: "0 8 * * *", end: "0 18 * * *", desiredReplicas: "2"}}]`
 
 func jsonValue(s string) apiextensionsv1.JSON { return apiextensionsv1.JSON{Raw: []byte(s)} }
 
@@ -134,8 +147,8 @@ func TestKindsSleepAndWakeRestoreExactly(t *testing.T) {
 	custom(t, widgetGVK, ns, `{metadata: {name: excluded, annotations: {power.orderly.dev/exclude: "true"}}, spec: {replicas: 2}}`)
 	redis := custom(t, redisGVK, ns, `{metadata: {name: rf}, spec: {redis: {replicas: 3, image: redis:7}, sentinel: {replicas: 3}, shards: [{replicas: 2}, {replicas: 4}]}}`)
 	cache := custom(t, cacheGVK, ns, `{metadata: {name: c1, annotations: {team: payments}}, spec: {size: 5, tier: {name: gold}}}`)
-	custom(t, kedaGVK, ns, `{metadata: {name: worker}, spec: {scaleTargetRef: {name: worker}}}`)
-	custom(t, kedaGVK, ns, `{metadata: {name: paused-by-owner, annotations: {autoscaling.keda.sh/paused-replicas: "1"}}, spec: {scaleTargetRef: {name: other}}}`)
+	custom(t, kedaGVK, ns, `{metadata: {name: worker}, spec: {scaleTargetRef: {name: worker}, `+kedaTrigger+`}}`)
+	custom(t, kedaGVK, ns, `{metadata: {name: paused-by-owner, annotations: {autoscaling.keda.sh/paused-replicas: "1"}}, spec: {scaleTargetRef: {name: other}, `+kedaTrigger+`}}`)
 
 	s := newSchedule("kinds", ns).with(func(s *powerv1alpha1.SleepScheduleSpec) {
 		s.Targets.Kinds = []powerv1alpha1.SleepKind{
@@ -272,7 +285,9 @@ func TestMissingKindIsReportedAndPickedUpWhenInstalled(t *testing.T) {
 	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(c.Reason).To(Equal(ReasonKindNotFound))
 	g.Expect(c.Message).To(ContainSubstring("Gadget.later.sleep.test is not served"))
-	g.Expect(condition(got, powerv1alpha1.ConditionReady).Reason).To(Equal(ReasonAsleep), "a missing kind is not fatal")
+	// The rest sleeps, but the schedule is not Ready: a kind it asks for does not sleep.
+	g.Expect(condition(got, powerv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(condition(got, powerv1alpha1.ConditionReady).Reason).To(Equal(ReasonKindNotFound))
 	eventually(t, func(g Gomega) { g.Expect(eventsFor(g, s.Name, ReasonKindNotFound)).To(HaveLen(1)) })
 
 	installCRD(t, crd(gadget.Group, gadget.Kind, "gadgets", "v1", true))
@@ -284,6 +299,7 @@ func TestMissingKindIsReportedAndPickedUpWhenInstalled(t *testing.T) {
 		got := getSchedule(g, s.Name)
 		g.Expect(condition(got, powerv1alpha1.ConditionKindsAvailable).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(got.Status.SleepingWorkloads).To(BeEquivalentTo(2))
+		g.Expect(condition(got, powerv1alpha1.ConditionReady).Reason).To(Equal(ReasonAsleep))
 		g.Expect(getCustom(g, gadget, ns, "gz").Object["spec"]).To(Equal(map[string]any{"replicas": int64(0)}))
 	})
 }

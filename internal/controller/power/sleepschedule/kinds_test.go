@@ -2,6 +2,7 @@ package sleepschedule
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,8 +172,10 @@ func TestComputeStatusReportsKindsAndGitOps(t *testing.T) {
 		len(st.GitOpsManaged) != 1 || st.GitOpsManaged[0] != (powerv1alpha1.GitOpsWorkload{Tool: powerv1alpha1.GitOpsFlux, Workload: "Deployment dev/web"}) {
 		t.Errorf("GitOpsManaged = %+v, %+v", gc, st.GitOpsManaged)
 	}
-	if r := meta.FindStatusCondition(st.Conditions, powerv1alpha1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue {
-		t.Errorf("a missing kind made Ready %+v", r)
+	// A kind that was asked for and cannot sleep makes Ready False, naming it (issue 42).
+	if r := meta.FindStatusCondition(st.Conditions, powerv1alpha1.ConditionReady); r == nil || r.Status != metav1.ConditionFalse ||
+		r.Reason != ReasonKindNotFound || !strings.HasPrefix(r.Message, "Gadget.example.com of targets.kinds cannot sleep: Gadget.example.com is not served") {
+		t.Errorf("a missing kind left Ready %+v", r)
 	}
 
 	// Without kinds, the condition goes; without GitOps marks, GitOpsManaged is False.

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
@@ -28,21 +31,33 @@ func (r *Reconciler) writeKind(ctx context.Context, s *powerv1alpha1.SleepSchedu
 // its target to zero and stop autoscaling it; waking puts back the annotation the
 // owner had (or removes it), and KEDA takes over again. One merge patch, record
 // included.
+//
+// A ScaledObject its user paused at its target's current count (paused "true")
+// stays paused after the wake, and KEDA then keeps the target at zero: its sleep
+// record holds the target's count, and the wake scales the target back once the
+// ScaledObject's annotations are restored (so that KEDA, obeying paused-replicas,
+// does not scale it down again). Three requests, each recorded on the ScaledObject
+// before the next: the annotations restored with the record marked waking, the
+// target's replicas, then the record removed.
 func (r *Reconciler) writeKEDA(ctx context.Context, s *powerv1alpha1.SleepSchedule, w *workload) error {
 	p := newPatch(w.obj)
 	switch w.act {
 	case actSleep:
-		raw, _ := json.Marshal(sleepRecord{PausedReplicas: kedaPaused(w.obj)})
+		rec := sleepRecord{PausedReplicas: kedaPaused(w.obj)}
+		if t := w.kedaTarget; t != nil {
+			paused := w.obj.GetAnnotations()[kedaPausedAnnotation]
+			rec.Paused, rec.TargetKind, rec.TargetName, rec.TargetReplicas = &paused, t.kind, t.obj.GetName(), ptr.To(t.value)
+		}
+		raw, _ := json.Marshal(rec)
 		p.markAsleep(s.Name)
 		p.setAnnotation(powerv1alpha1.SleepStateAnnotation, string(raw))
 		p.setAnnotation(powerv1alpha1.KEDAPausedReplicasAnnotation, kedaSleepValue)
 		p.removeAnnotation(powerv1alpha1.LeftAloneAnnotation)
 	case actWake:
-		if prev := w.record.PausedReplicas; prev != nil {
-			p.setAnnotation(powerv1alpha1.KEDAPausedReplicasAnnotation, *prev)
-		} else {
-			p.removeAnnotation(powerv1alpha1.KEDAPausedReplicasAnnotation)
+		if w.record.TargetReplicas != nil {
+			return r.wakeKEDATarget(ctx, w)
 		}
+		restorePaused(p, w.record)
 		p.release()
 	case actRelease:
 		p.release()
@@ -51,6 +66,67 @@ func (r *Reconciler) writeKEDA(ctx context.Context, s *powerv1alpha1.SleepSchedu
 	}
 	_, err := r.patchKindMetadata(ctx, w, p)
 	return err
+}
+
+// restorePaused puts back the paused-replicas annotation the ScaledObject had before
+// sleep, or removes Orderly's.
+func restorePaused(p *workloadPatch, rec *sleepRecord) {
+	if prev := rec.PausedReplicas; prev != nil {
+		p.setAnnotation(powerv1alpha1.KEDAPausedReplicasAnnotation, *prev)
+	} else {
+		p.removeAnnotation(powerv1alpha1.KEDAPausedReplicasAnnotation)
+	}
+}
+
+// wakeKEDATarget wakes a ScaledObject its user paused: its annotations, then its
+// target's replicas, then its record (writeKEDA).
+func (r *Reconciler) wakeKEDATarget(ctx context.Context, w *workload) error {
+	from := w.obj
+	if !w.record.Waking {
+		waking := *w.record
+		waking.Waking = true
+		raw, _ := json.Marshal(waking)
+		p := newPatch(w.obj)
+		restorePaused(p, w.record)
+		p.setAnnotation(powerv1alpha1.SleepStateAnnotation, string(raw))
+		rv, err := r.patchKindMetadata(ctx, w, p)
+		if err != nil {
+			return err
+		}
+		c := w.obj.DeepCopyObject().(client.Object)
+		c.SetResourceVersion(rv)
+		from = c
+	}
+	if err := r.scaleKEDATarget(ctx, w); err != nil {
+		return err
+	}
+	p := newPatch(from)
+	p.release()
+	_, err := r.patchKindMetadata(ctx, w, p)
+	return err
+}
+
+// scaleKEDATarget sets the recorded replicas on the target of a user-paused
+// ScaledObject, at the version the cache holds (optimistic locking); a target that
+// is gone has nothing to restore.
+func (r *Reconciler) scaleKEDATarget(ctx context.Context, w *workload) error {
+	rec := w.record
+	var target client.Object = &appsv1.Deployment{}
+	if rec.TargetKind == powerv1alpha1.KindStatefulSet {
+		target = &appsv1.StatefulSet{}
+	}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: w.obj.GetNamespace(), Name: rec.TargetName}, target); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading the target %s %s/%s: %w", rec.TargetKind, w.obj.GetNamespace(), rec.TargetName, err)
+	}
+	p := newPatch(target)
+	p.spec["replicas"] = *rec.TargetReplicas
+	if err := r.patchMetadata(ctx, target, p); err != nil {
+		return fmt.Errorf("scaling the target %s %s/%s back to %d: %w", rec.TargetKind, w.obj.GetNamespace(), rec.TargetName, *rec.TargetReplicas, err)
+	}
+	return nil
 }
 
 // writePatched sets or restores the fields of a kind that sleeps by patch, with its

@@ -27,6 +27,18 @@ type sleepRecord struct {
 	// PausedReplicas is a KEDA ScaledObject's paused-replicas annotation before
 	// sleep; nil when it had none (and the annotation is removed on waking).
 	PausedReplicas *string `json:"pausedReplicas,omitempty"`
+	// Paused is a KEDA ScaledObject's paused annotation before sleep, as its user set
+	// it (Orderly never changes it); nil when it had none.
+	Paused *string `json:"paused,omitempty"`
+	// TargetKind, TargetName and TargetReplicas are the target of a ScaledObject its
+	// user paused at its current count, and that count before sleep: KEDA keeps the
+	// target where it is once paused-replicas is removed, so Orderly scales it back.
+	TargetKind     string `json:"targetKind,omitempty"`
+	TargetName     string `json:"targetName,omitempty"`
+	TargetReplicas *int32 `json:"targetReplicas,omitempty"`
+	// Waking is set on a ScaledObject whose annotations were restored and whose
+	// target was not yet scaled back (two requests).
+	Waking bool `json:"waking,omitempty"`
 }
 
 // errNoRecord is readRecord's answer for a workload without the annotation.
@@ -110,6 +122,20 @@ func (r *sleepRecord) check(kind string) error {
 	case recordKEDA:
 		if r.PausedReplicas != nil && len(*r.PausedReplicas) > 63 {
 			return errors.New("the recorded paused-replicas annotation is longer than 63 characters")
+		}
+		if r.Paused != nil && len(*r.Paused) > 63 {
+			return errors.New("the recorded paused annotation is longer than 63 characters")
+		}
+		if r.TargetReplicas != nil {
+			if *r.TargetReplicas < 0 {
+				return fmt.Errorf("the recorded target replicas %d is negative", *r.TargetReplicas)
+			}
+			if r.TargetKind != powerv1alpha1.KindDeployment && r.TargetKind != powerv1alpha1.KindStatefulSet {
+				return fmt.Errorf("the recorded target kind %q is not Deployment or StatefulSet", r.TargetKind)
+			}
+			if r.TargetName == "" || len(r.TargetName) > 253 {
+				return errors.New("the recorded target name is empty or longer than 253 characters")
+			}
 		}
 	case powerv1alpha1.KindCronJob:
 		if r.Suspend == nil {

@@ -33,6 +33,10 @@ func TestReadRecordRefusesWhatCannotBeRestored(t *testing.T) {
 		{"HPA min above max", kindHPA, ptr.To(`{"minReplicas":5,"maxReplicas":2}`), "minReplicas 5 is not between 0 and maxReplicas 2"},
 		{"HPA without max", kindHPA, ptr.To(`{"minReplicas":1}`), "maxReplicas 0 is below 1"},
 		{"HPA negative min", kindHPA, ptr.To(`{"minReplicas":-1,"maxReplicas":3}`), "minReplicas -1"},
+		{"KEDA user-paused record", recordKEDA, ptr.To(`{"paused":"true","targetKind":"Deployment","targetName":"consumer","targetReplicas":3}`), ""},
+		{"KEDA negative target replicas", recordKEDA, ptr.To(`{"targetKind":"Deployment","targetName":"c","targetReplicas":-1}`), "target replicas -1 is negative"},
+		{"KEDA target of another kind", recordKEDA, ptr.To(`{"targetKind":"Secret","targetName":"c","targetReplicas":1}`), `target kind "Secret"`},
+		{"KEDA target without a name", recordKEDA, ptr.To(`{"targetKind":"StatefulSet","targetReplicas":1}`), "target name is empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package sleepschedule
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -35,7 +36,19 @@ const (
 	// ReasonInvalidRecord is the Warning Event of workloads released without being
 	// restored, because their sleep record cannot be restored.
 	ReasonInvalidRecord = "InvalidRecord"
+	// Reasons of the WorkloadsSkipped condition and its Event: a workload controlled by
+	// another operator, a ScaledObject its user paused whose target Orderly cannot
+	// scale back.
+	ReasonOwnedByOperator = "OwnedByOperator"
+	ReasonCannotRestore   = "CannotRestore"
+	ReasonNoneSkipped     = "NoneSkipped"
 )
+
+// ConditionWorkloadsSkipped is True when some workloads the schedule would sleep are
+// left awake because sleeping them would fight another operator or could not be
+// undone (docs/sleepschedule.md, "Workloads of other operators"); its message names
+// them and why.
+const ConditionWorkloadsSkipped = "WorkloadsSkipped"
 
 const (
 	historyLimit = 10
@@ -302,13 +315,40 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		cond.True(powerv1alpha1.ConditionKindsAvailable, ReasonKindsAvailable, fmt.Sprintf("All %d kind(s) of targets.kinds are served and may be read and written", len(s.Spec.Targets.Kinds)))
 	}
 
+	if reason, msg := skippedSummary(obs); reason != "" {
+		cond.True(ConditionWorkloadsSkipped, reason, msg)
+	} else {
+		cond.False(ConditionWorkloadsSkipped, ReasonNoneSkipped, "No workload the schedule selects is left awake because another operator controls it")
+	}
+
 	until := "no transition is scheduled"
 	if obs.hasNext {
 		until = "until " + obs.next.UTC().Format(time.RFC3339)
 	}
+	// "Asleep until <time>: ..." or "Asleep, with no transition scheduled: ...".
+	stateUntil := fmt.Sprintf("%s, with no transition scheduled", obs.state)
+	if obs.hasNext {
+		stateUntil = fmt.Sprintf("%s %s", obs.state, until)
+	}
+	summary := fmt.Sprintf("%s: %d of %d workloads asleep in %d namespaces", stateUntil, sleeping, workloads, len(obs.namespaces))
+	if len(obs.excluded) > 0 {
+		summary += fmt.Sprintf("; %d selected namespace(s) never sleep (see status.excludedNamespaces)", len(obs.excluded))
+	}
+	if len(leftAlone) > 0 {
+		summary += fmt.Sprintf("; %d changed by their owner and left alone", len(leftAlone))
+	}
+	if n := skippedCount(obs); n > 0 {
+		summary += fmt.Sprintf("; %d skipped (see the %s condition)", n, ConditionWorkloadsSkipped)
+	}
 	switch {
 	case s.Spec.Suspend:
 		cond.True(powerv1alpha1.ConditionReady, ReasonSuspended, "Suspended: workloads are left as they are")
+	case len(obs.kindProblems) > 0:
+		// A kind the user asked for does not sleep: the schedule does not do what it
+		// says, whatever the rest does.
+		p := obs.kindProblems[0]
+		cond.False(powerv1alpha1.ConditionReady, p.reason, kit.Truncate(fmt.Sprintf("%s of targets.kinds cannot sleep: %s. %s",
+			kit.FirstN(problemKinds(obs.kindProblems), namesLimit), kindsMessage(obs.kindProblems), summary), 2048))
 	case s.Spec.DryRun:
 		cond.True(powerv1alpha1.ConditionReady, ReasonDryRun,
 			fmt.Sprintf("Dry run: the schedule is %s (%s); %d of %d workloads would be asleep; nothing is changed", obs.state, until, wouldSleep, workloads))
@@ -323,14 +363,7 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		if obs.state == powerv1alpha1.StateAsleep {
 			reason = ReasonAsleep
 		}
-		msg := fmt.Sprintf("%s %s: %d of %d workloads asleep in %d namespaces", obs.state, until, sleeping, workloads, len(obs.namespaces))
-		if len(obs.excluded) > 0 {
-			msg += fmt.Sprintf("; %d selected namespace(s) never sleep (see status.excludedNamespaces)", len(obs.excluded))
-		}
-		if len(leftAlone) > 0 {
-			msg += fmt.Sprintf("; %d changed by their owner and left alone", len(leftAlone))
-		}
-		cond.True(powerv1alpha1.ConditionReady, reason, msg)
+		cond.True(powerv1alpha1.ConditionReady, reason, summary)
 	}
 	return st
 }
@@ -406,6 +439,12 @@ func (r *Reconciler) emitEvents(s *powerv1alpha1.SleepSchedule, obs *observation
 			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, p.reason, "Observe", "%s", kit.Truncate(kindsMessage(obs.kindProblems), 1024))
 		}
 	}
+	if reason, msg := skippedSummary(obs); reason != "" {
+		// Once per change of what is skipped, not at every reconcile.
+		if c := meta.FindStatusCondition(s.Status.Conditions, ConditionWorkloadsSkipped); c == nil || c.Status != metav1.ConditionTrue || c.Message != msg {
+			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, reason, "Skip", "%s", msg)
+		}
+	}
 	if s.Spec.DryRun && s.Status.State != obs.state {
 		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonDryRun, "DryRun", "Dry run: the schedule is now %s; nothing was changed", obs.state)
 	}
@@ -478,6 +517,45 @@ func (w *workload) describeValue() string {
 		return fmt.Sprintf("suspend=%v", w.value == 1)
 	}
 	return fmt.Sprintf("replicas=%d", w.value)
+}
+
+// skippedSummary is the reason and message of the WorkloadsSkipped condition: the
+// workloads the schedule would sleep and leaves awake, and why; "" when none.
+func skippedSummary(obs *observation) (reason, msg string) {
+	var names []string
+	for _, w := range obs.workloads {
+		if w.skip != "" {
+			if reason == "" {
+				reason = w.skipReason
+			}
+			names = append(names, fmt.Sprintf("%s (%s)", w.id(), w.skip))
+		}
+	}
+	if len(names) == 0 {
+		return "", ""
+	}
+	return reason, kit.Truncate(fmt.Sprintf("%d workload(s) are left awake and nothing is saved for them: %s", len(names), kit.FirstN(names, namesLimit)), 8192)
+}
+
+func skippedCount(obs *observation) int {
+	n := 0
+	for _, w := range obs.workloads {
+		if w.skip != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// problemKinds names the kinds of problems, once each, in order.
+func problemKinds(problems []kindProblem) []string {
+	var out []string
+	for _, p := range problems {
+		if !slices.Contains(out, p.kind) {
+			out = append(out, p.kind)
+		}
+	}
+	return out
 }
 
 // sampleNames names the first few workloads on which this reconcile carried out a.

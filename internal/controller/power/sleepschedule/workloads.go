@@ -72,7 +72,15 @@ type workload struct {
 	// released without being restored.
 	badRecord error
 
-	targeted bool // in a managed namespace, kind enabled, not excluded
+	// skip is why a workload the schedule would otherwise sleep is left awake (another
+	// operator controls it, or it is a ScaledObject that could not be restored), and
+	// skipReason the reason reported; "" when it is not skipped.
+	skip, skipReason string
+	// kedaTarget is the target of a ScaledObject its user paused at its current
+	// count: its replicas are recorded when the ScaledObject sleeps.
+	kedaTarget *workload
+
+	targeted bool // in a managed namespace, kind enabled, not excluded, not skipped
 	want     bool // should be asleep now
 	act      action
 	err      error // of this reconcile's write
@@ -109,6 +117,9 @@ func (w *workload) changedByOwner() bool {
 			u, ok := w.obj.(*unstructured.Unstructured)
 			return !ok || fieldsChanged(u.Object, w.record.Fields)
 		case modeKEDA:
+			if w.record.Waking {
+				return false // restored by Orderly; its target is not yet
+			}
 			p := kedaPaused(w.obj)
 			return p == nil || *p != kedaSleepValue
 		}
@@ -273,6 +284,14 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 	}
 	hpaEnabled := ptr.Deref(t.HorizontalPodAutoscalers, true)
 	asleep := obs.state == powerv1alpha1.StateAsleep
+	asked := askedKinds(s)
+	// The Deployments and StatefulSets a user-paused ScaledObject may name.
+	byTarget := map[hpaKey]*workload{}
+	for _, w := range all {
+		if w.extra == nil && w.kind != powerv1alpha1.KindCronJob {
+			byTarget[hpaKey{w.obj.GetNamespace(), w.kind, w.obj.GetName()}] = w
+		}
+	}
 	for _, w := range all {
 		o := w.obj
 		w.asleepBy = o.GetLabels()[powerv1alpha1.AsleepLabel]
@@ -291,10 +310,28 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 		// KEDA, which the ScaledObject's pause annotation scales down: scaling it too
 		// would fight KEDA's HPA.
 		leftToKEDA := obs.kedaTargets[hpaKey{o.GetNamespace(), w.hpaKind(), o.GetName()}]
-		w.targeted = !obs.deleting && managed[o.GetNamespace()] && (w.extra != nil || enabled[w.kind]) &&
+		inScope := !obs.deleting && managed[o.GetNamespace()] && (w.extra != nil || enabled[w.kind]) &&
 			!excluded(s, w, excludeSel) && (w.hpa == nil || hpaEnabled) && !leftToKEDA
+		if inScope {
+			if w.skip = ownerSkip(o, asked); w.skip != "" {
+				w.skipReason = ReasonOwnedByOperator
+			} else if w.extra != nil && w.extra.mode == modeKEDA && kedaUserPaused(o) {
+				if u, ok := o.(*unstructured.Unstructured); ok {
+					if w.kedaTarget, w.skip = kedaRestorable(u, byTarget); w.skip != "" {
+						w.skipReason = ReasonCannotRestore
+					}
+				}
+			}
+		}
+		w.targeted = inScope && w.skip == ""
 		w.want = asleep && w.targeted
 		w.act = decide(w, s.Name)
+		if w.extra != nil && w.extra.mode == modeKEDA && w.record != nil && w.record.Waking && w.asleepBy == s.Name && !w.leftAlone {
+			// A wake that restored the ScaledObject and not yet its target: finish it,
+			// even if the schedule sleeps again (the next reconcile puts it back to
+			// sleep, recording the target's count as it then is).
+			w.act = actWake
+		}
 		if w.extra != nil && w.extra.mode == modeScale && w.record != nil && w.record.Replicas != nil &&
 			w.value == *w.record.Replicas && w.value != w.sleepValue() && !w.leftAlone {
 			// The record was written and the scale not (yet) changed, or the scale

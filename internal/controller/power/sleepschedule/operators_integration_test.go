@@ -1,0 +1,210 @@
+//go:build integration
+
+package sleepschedule
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+)
+
+// Tests of SleepSchedule against the ways other operators behave (issue 42).
+
+var notebookGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "Notebook"}
+
+// A ScaledObject its user paused with autoscaling.keda.sh/paused: "true" sleeps like
+// any other (paused-replicas "0" on top), and wakes with its annotations exactly as
+// they were and its target back at the count it was paused at: KEDA, still paused
+// by its user, would otherwise keep the target at zero. A user-paused ScaledObject
+// whose target Orderly cannot scale back is not slept, and the status says why.
+//
+// KEDA does not run here: the test does what it would do. Under paused-replicas it
+// scales the target to that count (the test scales it to 0); under paused: "true"
+// alone it leaves the target at its current count (the test does nothing).
+func TestUserPausedScaledObjectWakesAtItsCount(t *testing.T) {
+	installTestKinds(t)
+	clk := clocktesting.NewFakePassiveClock(wedNoon)
+	startManager(t, clk)
+	ns := "keda-paused"
+	namespace(t, ns, nil)
+	deployment(t, ns, "consumer", 3, nil)
+	deployment(t, ns, "reporter", 2, nil)
+	custom(t, widgetGVK, ns, `{metadata: {name: gauge}, spec: {replicas: 2}}`)
+	custom(t, kedaGVK, ns, `{metadata: {name: consumer, annotations: {autoscaling.keda.sh/paused: "true", team: payments}}, spec: {scaleTargetRef: {name: consumer}, `+kedaTrigger+`}}`)
+	custom(t, kedaGVK, ns, `{metadata: {name: reporter}, spec: {scaleTargetRef: {name: reporter}, `+kedaTrigger+`}}`)
+	custom(t, kedaGVK, ns, `{metadata: {name: gauge, annotations: {autoscaling.keda.sh/paused: "true"}}, spec: {scaleTargetRef: {apiVersion: scale.sleep.test/v1, kind: Widget, name: gauge}, `+kedaTrigger+`}}`)
+	s := newSchedule("keda-paused", ns).with(func(s *powerv1alpha1.SleepScheduleSpec) {
+		s.Targets.Kinds = []powerv1alpha1.SleepKind{{Group: kedaGVK.Group, Kind: kedaGVK.Kind}}
+	}).create(t)
+	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+
+	clk.SetTime(wedEvening)
+	poke(t, s.Name)
+	got := waitState(t, s.Name, powerv1alpha1.StateAsleep, 2)
+	g := NewWithT(t)
+	for _, name := range []string{"consumer", "reporter"} {
+		g.Expect(getCustom(g, kedaGVK, ns, name).GetAnnotations()).To(HaveKeyWithValue(powerv1alpha1.KEDAPausedReplicasAnnotation, "0"), name)
+	}
+	g.Expect(getCustom(g, kedaGVK, ns, "consumer").GetAnnotations()).To(HaveKeyWithValue("autoscaling.keda.sh/paused", "true"))
+	// The Widget target cannot be scaled back by Orderly: its ScaledObject is left as it is.
+	gauge := getCustom(g, kedaGVK, ns, "gauge")
+	g.Expect(gauge.GetAnnotations()).To(Equal(map[string]string{"autoscaling.keda.sh/paused": "true"}))
+	g.Expect(gauge.GetLabels()).NotTo(HaveKey(powerv1alpha1.AsleepLabel))
+	skipped := condition(got, ConditionWorkloadsSkipped)
+	g.Expect(skipped).NotTo(BeNil())
+	g.Expect(skipped.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(skipped.Message).To(ContainSubstring("ScaledObject.keda.sh keda-paused/gauge (paused by its user with autoscaling.keda.sh/paused"))
+	g.Expect(skipped.Message).To(ContainSubstring("Widget"))
+	eventually(t, func(g Gomega) { g.Expect(eventsFor(g, s.Name, skipped.Reason)).NotTo(BeEmpty()) })
+
+	// KEDA obeys paused-replicas: both targets go to zero.
+	scaleTo(t, ns, "consumer", 0)
+	scaleTo(t, ns, "reporter", 0)
+
+	clk.SetTime(thuMorning)
+	poke(t, s.Name)
+	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	eventually(t, func(g Gomega) {
+		consumer := getCustom(g, kedaGVK, ns, "consumer")
+		g.Expect(consumer.GetAnnotations()).To(Equal(map[string]string{"autoscaling.keda.sh/paused": "true", "team": "payments"}), "the user's annotations exactly")
+		g.Expect(consumer.GetLabels()).NotTo(HaveKey(powerv1alpha1.AsleepLabel))
+		// KEDA, paused at the current count, would leave it at zero: Orderly puts back
+		// the count the user paused it at.
+		g.Expect(replicas(g, ns, "consumer")).To(BeEquivalentTo(3))
+		g.Expect(getCustom(g, kedaGVK, ns, "reporter").GetAnnotations()).To(BeEmpty())
+	})
+	// Not paused by its user: KEDA autoscales it again, Orderly does not touch it.
+	g.Expect(replicas(g, ns, "reporter")).To(BeEquivalentTo(0))
+	g.Expect(getDeployment(g, ns, "consumer").Annotations).NotTo(HaveKey(powerv1alpha1.SleepStateAnnotation))
+}
+
+// ownedBy makes owner the controller of the workload, as an operator that creates it
+// does.
+func ownedBy(t *testing.T, obj client.Object, owner *unstructured.Unstructured, controller bool) {
+	t.Helper()
+	eventually(t, func(g Gomega) {
+		g.Expect(k.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: owner.GetAPIVersion(), Kind: owner.GetKind(), Name: owner.GetName(),
+			UID: owner.GetUID(), Controller: ptr.To(controller), BlockOwnerDeletion: ptr.To(true)}})
+		g.Expect(k.Update(context.Background(), obj)).To(Succeed())
+	})
+}
+
+// A workload that another operator controls (a controller owner reference to a
+// custom resource) is not scaled underneath that operator: it is skipped and
+// reported, and nothing is saved for it; when its owner's kind is one of the
+// schedule's kinds, the owner sleeps instead. Workloads without a controller owner
+// sleep as before.
+func TestWorkloadsOwnedByAnotherOperatorAreSkipped(t *testing.T) {
+	installTestKinds(t)
+	installCRD(t, crd(notebookGVK.Group, notebookGVK.Kind, "notebooks", "v1", false))
+	clk := clocktesting.NewFakePassiveClock(wedNoon)
+	startManager(t, clk)
+	ns := "owned"
+	namespace(t, ns, nil)
+	lab := custom(t, notebookGVK, ns, `{metadata: {name: lab}, spec: {template: {spec: {containers: [{name: notebook}]}}}}`)
+	pool := custom(t, widgetGVK, ns, `{metadata: {name: pool}, spec: {replicas: 3}}`)
+	labSet := statefulSet(t, ns, "lab", 1)
+	ownedBy(t, labSet, lab, true)
+	deployment(t, ns, "pool-broker", 2, nil)
+	ownedBy(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool-broker"}}, pool, true)
+	deployment(t, ns, "referenced", 2, nil) // an owner reference that is not its controller
+	ownedBy(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "referenced"}}, lab, false)
+	deployment(t, ns, "plain", 2, nil)
+	s := newSchedule("owned", ns).with(func(s *powerv1alpha1.SleepScheduleSpec) {
+		s.Targets.Kinds = []powerv1alpha1.SleepKind{{Group: widgetGVK.Group, Kind: widgetGVK.Kind}}
+	}).create(t)
+	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+
+	clk.SetTime(wedEvening)
+	poke(t, s.Name)
+	// plain, referenced and the Widget pool; not the StatefulSet of the Notebook nor
+	// the Deployment of the Widget.
+	got := waitState(t, s.Name, powerv1alpha1.StateAsleep, 3)
+	g := NewWithT(t)
+	g.Expect(got.Status.Workloads).To(BeEquivalentTo(3), "%+v", got.Status)
+	g.Expect(replicas(g, ns, "plain")).To(BeEquivalentTo(0))
+	g.Expect(replicas(g, ns, "referenced")).To(BeEquivalentTo(0))
+	g.Expect(getCustom(g, widgetGVK, ns, "pool").Object["spec"]).To(Equal(map[string]any{"replicas": int64(0)}), "the owner sleeps instead")
+	broker := getDeployment(g, ns, "pool-broker")
+	g.Expect(*broker.Spec.Replicas).To(BeEquivalentTo(2))
+	g.Expect(broker.Labels).NotTo(HaveKey(powerv1alpha1.AsleepLabel))
+	g.Expect(broker.Annotations).NotTo(HaveKey(powerv1alpha1.SleepStateAnnotation))
+	var st appsv1.StatefulSet
+	g.Expect(k.Get(context.Background(), client.ObjectKeyFromObject(labSet), &st)).To(Succeed())
+	g.Expect(*st.Spec.Replicas).To(BeEquivalentTo(1))
+	g.Expect(st.Labels).NotTo(HaveKey(powerv1alpha1.AsleepLabel))
+	g.Expect(st.Annotations).NotTo(HaveKey(powerv1alpha1.SleepStateAnnotation))
+	g.Expect(got.Status.LeftAlone).To(BeEmpty())
+
+	skipped := condition(got, ConditionWorkloadsSkipped)
+	g.Expect(skipped).NotTo(BeNil())
+	g.Expect(skipped.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(skipped.Reason).To(Equal(ReasonOwnedByOperator))
+	g.Expect(skipped.Message).To(ContainSubstring("StatefulSet owned/lab (owned by Notebook.kubeflow.org owned/lab; sleep the owner instead (targets.kinds))"))
+	g.Expect(skipped.Message).To(ContainSubstring("Deployment owned/pool-broker (owned by Widget.scale.sleep.test owned/pool, which sleeps instead)"))
+	g.Expect(condition(got, powerv1alpha1.ConditionReady).Message).To(ContainSubstring("2 skipped"))
+	eventually(t, func(g Gomega) {
+		notes := eventsFor(g, s.Name, ReasonOwnedByOperator)
+		g.Expect(notes).To(HaveLen(1))
+		g.Expect(notes[0]).To(ContainSubstring("StatefulSet owned/lab"))
+	})
+	// Nothing saved for what was skipped: the two Deployments' pods only.
+	g.Expect(got.Status.SavedRequests.Cpu().String()).To(Equal("1"))
+	consistently(t, func(g Gomega) {
+		g.Expect(k.Get(context.Background(), client.ObjectKeyFromObject(labSet), &st)).To(Succeed())
+		g.Expect(*st.Spec.Replicas).To(BeEquivalentTo(1))
+	})
+
+	clk.SetTime(thuMorning)
+	poke(t, s.Name)
+	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	g.Expect(replicas(g, ns, "plain")).To(BeEquivalentTo(2))
+	g.Expect(getCustom(g, widgetGVK, ns, "pool").Object["spec"]).To(Equal(map[string]any{"replicas": int64(3)}))
+	g.Expect(replicas(g, ns, "pool-broker")).To(BeEquivalentTo(2))
+}
+
+// A kind that the schedule asks for and that cannot sleep makes Ready False, with
+// the kind and why in its message, not only the KindsAvailable condition; the rest
+// still sleeps. Once the kind is dropped, Ready is True again.
+func TestKindThatCannotSleepMakesReadyFalse(t *testing.T) {
+	installTestKinds(t)
+	clk := clocktesting.NewFakePassiveClock(wedEvening)
+	startManager(t, clk)
+	ns := "kinds-unsleepable"
+	namespace(t, ns, nil)
+	deployment(t, ns, "web", 2, nil)
+	custom(t, cacheGVK, ns, `{metadata: {name: c1}, spec: {size: 5}}`)
+	s := newSchedule("kinds-unsleepable", ns).with(func(s *powerv1alpha1.SleepScheduleSpec) {
+		// No scale subresource and no patch: it cannot sleep.
+		s.Targets.Kinds = []powerv1alpha1.SleepKind{{Group: cacheGVK.Group, Kind: cacheGVK.Kind}}
+	}).create(t)
+	got := waitState(t, s.Name, powerv1alpha1.StateAsleep, 1)
+	g := NewWithT(t)
+	ready := condition(got, powerv1alpha1.ConditionReady)
+	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), "%+v", ready)
+	g.Expect(ready.Reason).To(Equal(ReasonNoScaleSubresource))
+	g.Expect(ready.Message).To(ContainSubstring("Cache.patch.sleep.test has no scale subresource: declare a patch for it"))
+	g.Expect(ready.Message).To(ContainSubstring("1 of 1 workloads asleep"))
+	g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(0))
+	g.Expect(getCustom(g, cacheGVK, ns, "c1").Object["spec"]).To(Equal(map[string]any{"size": int64(5)}))
+
+	setSpec(t, s.Name, func(s *powerv1alpha1.SleepScheduleSpec) { s.Targets.Kinds = nil })
+	eventually(t, func(g Gomega) {
+		got := getSchedule(g, s.Name)
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		ready := condition(got, powerv1alpha1.ConditionReady)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(ready.Reason).To(Equal(ReasonAsleep))
+	})
+}
