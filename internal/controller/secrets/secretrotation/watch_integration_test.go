@@ -80,3 +80,31 @@ func TestExternalSeesTheSecretsFirstVersionAndAChangeSecondsLater(t *testing.T) 
 		g.Expect(d.Generation).To(gomega.Equal(int64(2)), "rolled once, to the changed content")
 	}, seen, poll).Should(gomega.Succeed())
 }
+
+// A generated Secret edited by hand is reported when the edit is made, not at the
+// next idle look; a Secret of the same name in another namespace is not this
+// SecretRotation's and changes nothing.
+func TestManualChangeIsSeenWhenMade(t *testing.T) {
+	g := gomega.NewWithT(t)
+	ns, elsewhere := namespace(t), namespace(t)
+	consumer(t, ns, "web", "db")
+	rollOutWhenRestarted(t, ns, "web")
+	env.StartManagerForTest(t, kit.Deps{Namespace: "orderly-system"}, []kit.Controller{idleController})
+	newRotation(ns, "db", "db").create(t)
+	waitPhase(t, ns, "db", 1, secretsv1alpha1.PhaseDone)
+
+	g.Expect(k.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: elsewhere, Name: "db"},
+		Data: map[string][]byte{"password": []byte("someone else's")}})).To(gomega.Succeed())
+	setSecret(t, elsewhere, "db", map[string][]byte{"password": []byte("someone else's, changed")})
+	setSecret(t, ns, "db", map[string][]byte{"password": []byte("typed-by-hand")})
+	g.Eventually(func(g gomega.Gomega) {
+		sr := get(g, ns, "db")
+		c := findCondition(sr, ConditionManualChange)
+		g.Expect(c).NotTo(gomega.BeNil())
+		g.Expect(c.Status).To(gomega.Equal(metav1.ConditionTrue))
+		g.Expect(sr.Status.ManualVersion).To(gomega.Equal(Version(string(sr.UID), map[string][]byte{"password": []byte("typed-by-hand")})))
+	}, seen, poll).Should(gomega.Succeed())
+	g.Expect(string(secretData(g, ns, "db")["password"])).To(gomega.Equal("typed-by-hand"))
+	g.Expect(string(secretData(g, elsewhere, "db")["password"])).To(gomega.Equal("someone else's, changed"))
+	g.Expect(deploymentOf(g, ns, "web").Generation).To(gomega.Equal(int64(2)))
+}
