@@ -29,9 +29,9 @@ import (
 	"orderly.dev/orderly/internal/testenv"
 )
 
-// crd is a CRD of a namespaced kind whose spec holds anything, with a scale
-// subresource on .spec.replicas when scale is true.
-func crd(group, kind, plural, version string, scale bool) string {
+// crd is a CRD of a namespaced kind served at v1 whose spec holds anything, with a
+// scale subresource on .spec.replicas when scale is true.
+func crd(group, kind, plural string, scale bool) string {
 	sub := ""
 	if scale {
 		sub = `
@@ -48,16 +48,16 @@ spec:
   names: {kind: %[2]s, listKind: %[2]sList, plural: %[3]s, singular: %[4]s}
   scope: Namespaced
   versions:
-  - name: %[5]s
+  - name: v1
     served: true
-    storage: true%[6]s
+    storage: true%[5]s
     schema:
       openAPIV3Schema:
         type: object
         properties:
           spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
           status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`, group, kind, plural, strings.ToLower(kind), version, sub)
+`, group, kind, plural, strings.ToLower(kind), sub)
 }
 
 func installCRD(t *testing.T, content string) {
@@ -94,9 +94,9 @@ var (
 )
 
 func installTestKinds(t *testing.T) {
-	installCRD(t, crd(widgetGVK.Group, widgetGVK.Kind, "widgets", "v1", true))
-	installCRD(t, crd(redisGVK.Group, redisGVK.Kind, "redisfailovers", "v1", false))
-	installCRD(t, crd(cacheGVK.Group, cacheGVK.Kind, "caches", "v1", false))
+	installCRD(t, crd(widgetGVK.Group, widgetGVK.Kind, "widgets", true))
+	installCRD(t, crd(redisGVK.Group, redisGVK.Kind, "redisfailovers", false))
+	installCRD(t, crd(cacheGVK.Group, cacheGVK.Kind, "caches", false))
 	installCRDFile(t, kedaCRD)
 }
 
@@ -290,7 +290,7 @@ func TestMissingKindIsReportedAndPickedUpWhenInstalled(t *testing.T) {
 	g.Expect(condition(got, powerv1alpha1.ConditionReady).Reason).To(Equal(ReasonKindNotFound))
 	eventually(t, func(g Gomega) { g.Expect(eventsFor(g, s.Name, ReasonKindNotFound)).To(HaveLen(1)) })
 
-	installCRD(t, crd(gadget.Group, gadget.Kind, "gadgets", "v1", true))
+	installCRD(t, crd(gadget.Group, gadget.Kind, "gadgets", true))
 	eventually(t, func(g Gomega) {
 		g.Expect(condition(getSchedule(g, s.Name), powerv1alpha1.ConditionKindsAvailable).Status).To(Equal(metav1.ConditionTrue))
 	})

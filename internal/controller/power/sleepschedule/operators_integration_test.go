@@ -107,7 +107,7 @@ func ownedBy(t *testing.T, obj client.Object, owner *unstructured.Unstructured, 
 // sleep as before.
 func TestWorkloadsOwnedByAnotherOperatorAreSkipped(t *testing.T) {
 	installTestKinds(t)
-	installCRD(t, crd(notebookGVK.Group, notebookGVK.Kind, "notebooks", "v1", false))
+	installCRD(t, crd(notebookGVK.Group, notebookGVK.Kind, "notebooks", false))
 	clk := clocktesting.NewFakePassiveClock(wedNoon)
 	startManager(t, clk)
 	ns := "owned"
