@@ -176,7 +176,7 @@ func NewKindWatches(mgr ctrl.Manager, opts KindWatchOptions) (*KindWatches, erro
 		}
 		w.views[v.Name].cache = c
 	}
-	crds, err := newCache(nil, nameOnly)
+	crds, err := newCache(nil, NameOnly)
 	if err != nil {
 		return nil, fmt.Errorf("building the cache of CustomResourceDefinitions: %w", err)
 	}
@@ -205,17 +205,6 @@ func newKindWatches(opts KindWatchOptions, mapper meta.RESTMapper, reviewer clie
 		w.views[v.Name] = &kindView{View: v}
 	}
 	return w
-}
-
-// nameOnly keeps of an object's metadata what a cache needs to key and update it.
-func nameOnly(in any) (any, error) {
-	m, ok := in.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return in, nil
-	}
-	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-	}}, nil
 }
 
 // Bind sends the watches' events to c; call it once, after c is built.

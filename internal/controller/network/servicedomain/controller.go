@@ -144,9 +144,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err != nil {
 		return err
 	}
-	services, err := newServicesCache(mgr)
+	services, err := kit.NewNameCache(mgr)
 	if err != nil {
-		return err
+		return fmt.Errorf("building the cache of Service names: %w", err)
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).

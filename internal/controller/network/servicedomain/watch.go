@@ -100,35 +100,10 @@ func newKindWatches(mgr ctrl.Manager, clk clock.PassiveClock, kinds *kit.KindDet
 	return kw, nil
 }
 
-// newServicesCache is the cache of every Service's name and namespace (metadata
-// only, everything else dropped); it runs with the manager.
-func newServicesCache(mgr ctrl.Manager) (cache.Cache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultTransform: nameOnly,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("building the cache of Service names: %w", err)
-	}
-	return c, mgr.Add(c)
-}
-
-// nameOnly keeps of an object's metadata what a cache needs to key and update it.
-func nameOnly(in any) (any, error) {
-	m, ok := in.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return in, nil
-	}
-	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-	}}, nil
-}
-
-// serviceObject is an empty Service for the services cache.
+// serviceObject is an empty Service for the services cache (kit.NewNameCache: every
+// Service's name and namespace, nothing else).
 func serviceObject() *metav1.PartialObjectMetadata {
-	svc := &metav1.PartialObjectMetadata{}
-	svc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
-	return svc
+	return kit.MetadataOf(corev1.SchemeGroupVersion.WithKind("Service"))
 }
 
 // serviceExists says whether Service key exists: from the services cache, or from

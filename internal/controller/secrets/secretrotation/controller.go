@@ -111,9 +111,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &secretsv1alpha1.SecretRotation{}, secretIndex, indexSecretName); err != nil {
 		return fmt.Errorf("indexing SecretRotations by Secret: %w", err)
 	}
-	secrets, err := newSecretsCache(mgr)
+	secrets, err := kit.NewNameCache(mgr)
 	if err != nil {
-		return err
+		return fmt.Errorf("building the cache of Secret names: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).

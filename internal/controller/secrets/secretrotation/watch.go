@@ -2,12 +2,9 @@ package secretrotation
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -15,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
+	"orderly.dev/orderly/internal/kit"
 )
 
 // The Secret a SecretRotation names is watched, so that its creation and each change
@@ -27,45 +25,18 @@ import (
 // cert-manager, External Secrets Operator, a person) and carry no label Orderly
 // could select them by, and the manager's cache holds Secrets only in the DevDatabase
 // controller's selection (one view per kind). So a cache of this controller's own
-// watches every Secret as metadata and keeps of each only its name, namespace, UID
-// and resourceVersion: no data, labels, annotations or owners, a few hundred bytes a
-// Secret whatever its size or whoever wrote it. A metadata watch still reports every
+// (kit.NewNameCache) watches every Secret as metadata and keeps of each only its
+// name, namespace, UID and resourceVersion: no data, labels, annotations or owners, a
+// few hundred bytes a Secret whatever its size or whoever wrote it. A metadata watch still reports every
 // change of a Secret's data (each one is a new resourceVersion). The content is read
 // from the API server by the reconcile that the event triggers, as before.
 
 // secretIndex indexes SecretRotations by the name of the Secret they rotate.
 const secretIndex = "spec.secretName"
 
-// newSecretsCache is the cache of every Secret's name and resourceVersion; it runs
-// with the manager.
-func newSecretsCache(mgr ctrl.Manager) (cache.Cache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultTransform: identityOnly,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("building the cache of Secret names: %w", err)
-	}
-	return c, mgr.Add(c)
-}
-
-// identityOnly keeps of an object's metadata what the cache needs to key it and to
-// tell a change.
-func identityOnly(in any) (any, error) {
-	m, ok := in.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return in, nil
-	}
-	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-	}}, nil
-}
-
 // secretObject is an empty Secret for the Secrets cache.
 func secretObject() *metav1.PartialObjectMetadata {
-	s := &metav1.PartialObjectMetadata{}
-	s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	return s
+	return kit.MetadataOf(corev1.SchemeGroupVersion.WithKind("Secret"))
 }
 
 // indexSecretName is the secretIndex of a SecretRotation.

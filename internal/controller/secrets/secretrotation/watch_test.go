@@ -1,7 +1,6 @@
 package secretrotation
 
 import (
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -10,33 +9,6 @@ import (
 
 	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
 )
-
-// The Secrets cache keeps a Secret's identity and nothing a user writes into it:
-// however large the labels, annotations or owners someone gives a Secret, its entry
-// stays small.
-func TestIdentityOnlyKeepsNoUserContent(t *testing.T) {
-	big := strings.Repeat("x", 64*1024)
-	in := secretObject()
-	in.ObjectMeta = metav1.ObjectMeta{Name: "db", Namespace: "shop", UID: "u-1", ResourceVersion: "42", Generation: 3,
-		Labels: map[string]string{"a": big}, Annotations: map[string]string{"b": big}, Finalizers: []string{big},
-		OwnerReferences: []metav1.OwnerReference{{Name: big}}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: big}}}
-	out, err := identityOnly(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := secretObject()
-	want.ObjectMeta = metav1.ObjectMeta{Name: "db", Namespace: "shop", UID: "u-1", ResourceVersion: "42"}
-	if !equality.Semantic.DeepEqual(out, want) {
-		t.Errorf("identityOnly kept %+v, want %+v", out, want)
-	}
-	if in.Labels["a"] != big {
-		t.Error("identityOnly changed its input")
-	}
-	other := "not metadata"
-	if got, _ := identityOnly(other); got != other {
-		t.Errorf("identityOnly(%v) = %v, want it unchanged", other, got)
-	}
-}
 
 func TestIndexSecretName(t *testing.T) {
 	tests := []struct {
