@@ -172,7 +172,7 @@ func TestSecretRotationExternalNoRestartStorm(t *testing.T) {
 		g.Expect(k.Get(ctx, client.ObjectKeyFromObject(secret), &s)).To(Succeed())
 		s.Data = map[string][]byte{"tls.crt": []byte(fmt.Sprintf("v%d", i))}
 		g.Expect(k.Update(ctx, &s)).To(Succeed())
-		// Noticed at the next look (every minute when idle).
+		// Noticed when made: the Secret is watched.
 		waitRotation(g, ns, "tls", int64(i-1), secretsv1alpha1.PhaseDone)
 		g.Expect(rollouts(g)).To(Equal(i-1), "one rollout per content change")
 	}
