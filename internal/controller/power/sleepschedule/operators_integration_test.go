@@ -88,6 +88,34 @@ func TestUserPausedScaledObjectWakesAtItsCount(t *testing.T) {
 	g.Expect(getDeployment(g, ns, "consumer").Annotations).NotTo(HaveKey(powerv1alpha1.SleepStateAnnotation))
 }
 
+// A wake of a user-paused ScaledObject that stopped after its annotations were
+// restored (its record marked waking, as a manager stopped between the requests leaves it) is
+// finished by the next reconcile: its target is scaled back and its record removed,
+// and it is not taken for a ScaledObject its owner changed.
+func TestInterruptedKEDAWakeIsFinished(t *testing.T) {
+	installTestKinds(t)
+	startManager(t, clocktesting.NewFakePassiveClock(thuMorning))
+	ns := "keda-waking"
+	namespace(t, ns, nil)
+	deployment(t, ns, "consumer", 0, nil)
+	custom(t, kedaGVK, ns, `{metadata: {name: consumer, labels: {power.orderly.dev/asleep: keda-waking},
+  annotations: {autoscaling.keda.sh/paused: "true", power.orderly.dev/sleep-state: '{"paused":"true","targetKind":"Deployment","targetName":"consumer","targetReplicas":4,"waking":true}'}},
+  spec: {scaleTargetRef: {name: consumer}, `+kedaTrigger+`}}`)
+	s := newSchedule("keda-waking", ns).with(func(s *powerv1alpha1.SleepScheduleSpec) {
+		s.Targets.Kinds = []powerv1alpha1.SleepKind{{Group: kedaGVK.Group, Kind: kedaGVK.Kind}}
+	}).create(t)
+	got := waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	eventually(t, func(g Gomega) {
+		g.Expect(replicas(g, ns, "consumer")).To(BeEquivalentTo(4))
+		so := getCustom(g, kedaGVK, ns, "consumer")
+		g.Expect(so.GetAnnotations()).To(Equal(map[string]string{"autoscaling.keda.sh/paused": "true"}))
+		g.Expect(so.GetLabels()).NotTo(HaveKey(powerv1alpha1.AsleepLabel))
+	})
+	g := NewWithT(t)
+	g.Expect(got.Status.LeftAlone).To(BeEmpty())
+	g.Expect(eventsFor(g, s.Name, ReasonLeftAlone)).To(BeEmpty())
+}
+
 // ownedBy makes owner the controller of the workload, as an operator that creates it
 // does.
 func ownedBy(t *testing.T, obj client.Object, owner *unstructured.Unstructured, controller bool) {
