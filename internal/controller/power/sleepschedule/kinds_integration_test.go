@@ -285,9 +285,9 @@ func TestMissingKindIsReportedAndPickedUpWhenInstalled(t *testing.T) {
 	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(c.Reason).To(Equal(ReasonKindNotFound))
 	g.Expect(c.Message).To(ContainSubstring("Gadget.later.sleep.test is not served"))
-	// The rest sleeps, but the schedule is not Ready: a kind it asks for does not sleep.
-	g.Expect(condition(got, powerv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
-	g.Expect(condition(got, powerv1alpha1.ConditionReady).Reason).To(Equal(ReasonKindNotFound))
+	// Not served, so none of its objects is awake: not fatal, and said in Ready too.
+	g.Expect(condition(got, powerv1alpha1.ConditionReady).Reason).To(Equal(ReasonAsleep), "a missing kind is not fatal")
+	g.Expect(condition(got, powerv1alpha1.ConditionReady).Message).To(ContainSubstring("not served, so nothing of them to sleep (see KindsAvailable): Gadget.later.sleep.test"))
 	eventually(t, func(g Gomega) { g.Expect(eventsFor(g, s.Name, ReasonKindNotFound)).To(HaveLen(1)) })
 
 	installCRD(t, crd(gadget.Group, gadget.Kind, "gadgets", true))

@@ -172,11 +172,21 @@ func TestComputeStatusReportsKindsAndGitOps(t *testing.T) {
 		len(st.GitOpsManaged) != 1 || st.GitOpsManaged[0] != (powerv1alpha1.GitOpsWorkload{Tool: powerv1alpha1.GitOpsFlux, Workload: "Deployment dev/web"}) {
 		t.Errorf("GitOpsManaged = %+v, %+v", gc, st.GitOpsManaged)
 	}
-	// A kind that was asked for and cannot sleep makes Ready False, naming it (issue 42).
-	if r := meta.FindStatusCondition(st.Conditions, powerv1alpha1.ConditionReady); r == nil || r.Status != metav1.ConditionFalse ||
-		r.Reason != ReasonKindNotFound || !strings.HasPrefix(r.Message, "Gadget.example.com of targets.kinds cannot sleep: Gadget.example.com is not served") {
-		t.Errorf("a missing kind left Ready %+v", r)
+	// A kind that is not served has no objects to sleep: Ready says so, and stays True.
+	if r := meta.FindStatusCondition(st.Conditions, powerv1alpha1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue ||
+		!strings.HasSuffix(r.Message, "; not served, so nothing of them to sleep (see KindsAvailable): Gadget.example.com") {
+		t.Errorf("a missing kind made Ready %+v", r)
 	}
+	// A kind that is served and cannot sleep makes Ready False, naming it and why
+	// (issue 42).
+	obs.kindProblems = append(obs.kindProblems, kindProblem{kind: "Notebook.kubeflow.org", reason: ReasonNoScaleSubresource,
+		message: "Notebook.kubeflow.org has no scale subresource: declare a patch for it"})
+	st = computeStatus(s, obs)
+	if r := meta.FindStatusCondition(st.Conditions, powerv1alpha1.ConditionReady); r == nil || r.Status != metav1.ConditionFalse || r.Reason != ReasonNoScaleSubresource ||
+		!strings.HasPrefix(r.Message, "Notebook.kubeflow.org of targets.kinds cannot sleep: Notebook.kubeflow.org has no scale subresource: declare a patch for it. Awake") {
+		t.Errorf("a kind that cannot sleep left Ready %+v", r)
+	}
+	obs.kindProblems = obs.kindProblems[:1]
 
 	// Without kinds, the condition goes; without GitOps marks, GitOpsManaged is False.
 	s.Status = st

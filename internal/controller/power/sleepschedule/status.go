@@ -340,15 +340,20 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 	if n := skippedCount(obs); n > 0 {
 		summary += fmt.Sprintf("; %d skipped (see the %s condition)", n, ConditionWorkloadsSkipped)
 	}
+	unsleepable, missing := splitKindProblems(obs.kindProblems)
+	if len(missing) > 0 {
+		summary += fmt.Sprintf("; not served, so nothing of them to sleep (see %s): %s", powerv1alpha1.ConditionKindsAvailable, kit.FirstN(problemKinds(missing), namesLimit))
+	}
 	switch {
 	case s.Spec.Suspend:
 		cond.True(powerv1alpha1.ConditionReady, ReasonSuspended, "Suspended: workloads are left as they are")
-	case len(obs.kindProblems) > 0:
-		// A kind the user asked for does not sleep: the schedule does not do what it
-		// says, whatever the rest does.
-		p := obs.kindProblems[0]
+	case len(unsleepable) > 0:
+		// A kind the user asked for is served and does not sleep (no scale subresource
+		// and no patch, cluster-scoped, not permitted, unreadable): its objects are not
+		// in the scheduled state, whatever the rest is.
+		p := unsleepable[0]
 		cond.False(powerv1alpha1.ConditionReady, p.reason, kit.Truncate(fmt.Sprintf("%s of targets.kinds cannot sleep: %s. %s",
-			kit.FirstN(problemKinds(obs.kindProblems), namesLimit), kindsMessage(obs.kindProblems), summary), 2048))
+			kit.FirstN(problemKinds(unsleepable), namesLimit), kindsMessage(unsleepable), summary), 2048))
 	case s.Spec.DryRun:
 		cond.True(powerv1alpha1.ConditionReady, ReasonDryRun,
 			fmt.Sprintf("Dry run: the schedule is %s (%s); %d of %d workloads would be asleep; nothing is changed", obs.state, until, wouldSleep, workloads))
@@ -545,6 +550,21 @@ func skippedCount(obs *observation) int {
 		}
 	}
 	return n
+}
+
+// splitKindProblems separates the kinds that are served and cannot sleep from those
+// that are not served (KindNotFound): a kind without a CRD has no objects, so none is
+// out of the scheduled state, and a schedule may name a kind before it is installed
+// (the sample does); it is reported in KindsAvailable and waited for.
+func splitKindProblems(problems []kindProblem) (unsleepable, missing []kindProblem) {
+	for _, p := range problems {
+		if p.reason == ReasonKindNotFound {
+			missing = append(missing, p)
+		} else {
+			unsleepable = append(unsleepable, p)
+		}
+	}
+	return unsleepable, missing
 }
 
 // problemKinds names the kinds of problems, once each, in order.
