@@ -207,51 +207,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 	}
 	hpas := map[hpaKey]*autoscalingv2.HorizontalPodAutoscaler{}
 	listFrom := func(opts ...client.ListOption) error {
-		opts = append(opts, client.UnsafeDisableDeepCopy)
-		var hl autoscalingv2.HorizontalPodAutoscalerList
-		if err := r.List(ctx, &hl, opts...); err != nil {
-			return fmt.Errorf("listing HorizontalPodAutoscalers: %w", err)
-		}
-		for i := range hl.Items {
-			h := &hl.Items[i]
-			hpas[hpaKey{h.Namespace, h.Spec.ScaleTargetRef.Kind, h.Spec.ScaleTargetRef.Name}] = h
-			if h.Labels[powerv1alpha1.AsleepLabel] == s.Name {
-				obs.pinnedHPAs = append(obs.pinnedHPAs, h)
-			}
-		}
-		var dl appsv1.DeploymentList
-		if err := r.List(ctx, &dl, opts...); err != nil {
-			return fmt.Errorf("listing Deployments: %w", err)
-		}
-		for i := range dl.Items {
-			d := &dl.Items[i]
-			add(&workload{kind: powerv1alpha1.KindDeployment, obj: d, value: replicasOf(d.Spec.Replicas),
-				podRequests: podRequests(&d.Spec.Template.Spec),
-				ready:       rolledOut(d)})
-		}
-		var sl appsv1.StatefulSetList
-		if err := r.List(ctx, &sl, opts...); err != nil {
-			return fmt.Errorf("listing StatefulSets: %w", err)
-		}
-		for i := range sl.Items {
-			st := &sl.Items[i]
-			add(&workload{kind: powerv1alpha1.KindStatefulSet, obj: st, value: replicasOf(st.Spec.Replicas),
-				podRequests: podRequests(&st.Spec.Template.Spec),
-				ready:       rolledOut(st)})
-		}
-		var cl batchv1.CronJobList
-		if err := r.List(ctx, &cl, opts...); err != nil {
-			return fmt.Errorf("listing CronJobs: %w", err)
-		}
-		for i := range cl.Items {
-			c := &cl.Items[i]
-			v := int32(0)
-			if ptr.Deref(c.Spec.Suspend, false) {
-				v = 1
-			}
-			add(&workload{kind: powerv1alpha1.KindCronJob, obj: c, value: v, ready: true})
-		}
-		return nil
+		return r.listWorkloads(ctx, s, obs, hpas, add, opts...)
 	}
 	managed := map[string]bool{}
 	for _, ns := range obs.namespaces {
@@ -326,24 +282,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 		w.targeted = inScope && w.skip == ""
 		w.want = asleep && w.targeted
 		w.act = decide(w, s.Name)
-		if w.extra != nil && w.extra.mode == modeKEDA && w.record != nil && w.record.Waking && w.asleepBy == s.Name && !w.leftAlone {
-			// A wake that restored the ScaledObject and not yet its target: finish it,
-			// even if the schedule sleeps again (the next reconcile puts it back to
-			// sleep, recording the target's count as it then is).
-			w.act = actWake
-		}
-		if w.extra != nil && w.extra.mode == modeScale && w.record != nil && w.record.Replicas != nil &&
-			w.value == *w.record.Replicas && w.value != w.sleepValue() && !w.leftAlone {
-			// The record was written and the scale not (yet) changed, or the scale
-			// restored and the record not (yet) removed: finish what was begun, and do
-			// not take it for a change by the owner.
-			switch w.act {
-			case actLeftAlone:
-				w.act = actFinishSleep
-			case actRelease:
-				w.halfWoken = true
-			}
-		}
+		finishBegun(w, s.Name)
 		if w.targeted {
 			w.gitOps = gitOpsTool(o)
 		}
@@ -354,6 +293,80 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 	})
 	obs.workloads = all
 	obs.sleepReplicas = t.SleepReplicas
+	return nil
+}
+
+// finishBegun corrects what decide chose for a workload whose sleep or wake was begun
+// and not finished: a record written and its effect not yet, or the other way round.
+func finishBegun(w *workload, schedule string) {
+	if w.extra != nil && w.extra.mode == modeKEDA && w.record != nil && w.record.Waking && w.asleepBy == schedule && !w.leftAlone {
+		// A wake that restored the ScaledObject and not yet its target: finish it,
+		// even if the schedule sleeps again (the next reconcile puts it back to
+		// sleep, recording the target's count as it then is).
+		w.act = actWake
+	}
+	if w.extra != nil && w.extra.mode == modeScale && w.record != nil && w.record.Replicas != nil &&
+		w.value == *w.record.Replicas && w.value != w.sleepValue() && !w.leftAlone {
+		// The record was written and the scale not (yet) changed, or the scale
+		// restored and the record not (yet) removed: finish what was begun, and do
+		// not take it for a change by the owner.
+		switch w.act {
+		case actLeftAlone:
+			w.act = actFinishSleep
+		case actRelease:
+			w.halfWoken = true
+		}
+	}
+}
+
+// listWorkloads lists with opts the HorizontalPodAutoscalers (into hpas, and those s
+// pins into obs) and the Deployments, StatefulSets and CronJobs (through add).
+func (r *Reconciler) listWorkloads(ctx context.Context, s *powerv1alpha1.SleepSchedule, obs *observation,
+	hpas map[hpaKey]*autoscalingv2.HorizontalPodAutoscaler, add func(*workload), opts ...client.ListOption) error {
+	opts = append(opts, client.UnsafeDisableDeepCopy)
+	var hl autoscalingv2.HorizontalPodAutoscalerList
+	if err := r.List(ctx, &hl, opts...); err != nil {
+		return fmt.Errorf("listing HorizontalPodAutoscalers: %w", err)
+	}
+	for i := range hl.Items {
+		h := &hl.Items[i]
+		hpas[hpaKey{h.Namespace, h.Spec.ScaleTargetRef.Kind, h.Spec.ScaleTargetRef.Name}] = h
+		if h.Labels[powerv1alpha1.AsleepLabel] == s.Name {
+			obs.pinnedHPAs = append(obs.pinnedHPAs, h)
+		}
+	}
+	var dl appsv1.DeploymentList
+	if err := r.List(ctx, &dl, opts...); err != nil {
+		return fmt.Errorf("listing Deployments: %w", err)
+	}
+	for i := range dl.Items {
+		d := &dl.Items[i]
+		add(&workload{kind: powerv1alpha1.KindDeployment, obj: d, value: replicasOf(d.Spec.Replicas),
+			podRequests: podRequests(&d.Spec.Template.Spec),
+			ready:       rolledOut(d)})
+	}
+	var sl appsv1.StatefulSetList
+	if err := r.List(ctx, &sl, opts...); err != nil {
+		return fmt.Errorf("listing StatefulSets: %w", err)
+	}
+	for i := range sl.Items {
+		st := &sl.Items[i]
+		add(&workload{kind: powerv1alpha1.KindStatefulSet, obj: st, value: replicasOf(st.Spec.Replicas),
+			podRequests: podRequests(&st.Spec.Template.Spec),
+			ready:       rolledOut(st)})
+	}
+	var cl batchv1.CronJobList
+	if err := r.List(ctx, &cl, opts...); err != nil {
+		return fmt.Errorf("listing CronJobs: %w", err)
+	}
+	for i := range cl.Items {
+		c := &cl.Items[i]
+		v := int32(0)
+		if ptr.Deref(c.Spec.Suspend, false) {
+			v = 1
+		}
+		add(&workload{kind: powerv1alpha1.KindCronJob, obj: c, value: v, ready: true})
+	}
 	return nil
 }
 
