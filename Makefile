@@ -68,23 +68,23 @@ cluster-binaries: build ## Build (or find in the cache) the local cluster's bina
 # DevDatabase integration and e2e tests, and Prometheus' server, used by the Canary
 # integration and e2e tests and the Canary benchmark, come from the system's packages.
 # Where PostgreSQL is found is the same rule as internal/localpg's; Prometheus is found
-# on PATH or by $ORDERLY_PROMETHEUS_BIN, as internal/testprom does.
+# on PATH or by $ORDERLY_PROMETHEUS_BIN, as internal/testing/testprom does.
 POSTGRES_INSTALL := sudo apt-get install -y postgresql
 PROMETHEUS_INSTALL := sudo apt-get install -y prometheus
 # MariaDB's server, for the mysql engine's DevDatabase tests, is found where
-# internal/testmysql looks: $ORDERLY_MARIADB_BIN_DIR (holding mariadbd and
+# internal/testing/testmysql looks: $ORDERLY_MARIADB_BIN_DIR (holding mariadbd and
 # mariadb-install-db), else Debian's /usr/sbin/mariadbd and /usr/bin/mariadb-install-db.
 # The package's own service is not wanted: the tests start servers of their own
 # (where policy-rc.d forbids starting services, as in containers, it is not started).
 MARIADB_INSTALL := sudo apt-get install -y mariadb-server
-# The OCI registry of the image test (hack/image) is found where internal/testregistry
+# The OCI registry of the image test (hack/image) is found where internal/testing/testregistry
 # looks: $ORDERLY_REGISTRY_BIN, else docker-registry on PATH.
 REGISTRY_INSTALL := sudo apt-get install -y docker-registry
-# The DNS server of the ServiceDomain tests is found where internal/testdns looks:
+# The DNS server of the ServiceDomain tests is found where internal/testing/testdns looks:
 # $ORDERLY_NAMED_BIN, else named on PATH or /usr/sbin/named (Debian's bind9).
 NAMED_INSTALL := sudo apt-get install -y bind9
 # rpm and rpmbuild make the real RPM databases of the image scanner's test images
-# (internal/testimages).
+# (internal/testing/testimages).
 RPM_INSTALL := sudo apt-get install -y rpm
 
 # apt_install is the branch of a prerequisite that is missing: as root, with apt-get,

@@ -19,7 +19,7 @@ import (
 	_ "orderly.dev/orderly/internal/controller"
 	_ "orderly.dev/orderly/internal/webhook/labelpolicy"
 
-	"orderly.dev/orderly/internal/testprom"
+	"orderly.dev/orderly/internal/testing/testprom"
 )
 
 const (

@@ -19,7 +19,9 @@ var ownDeprecation = regexp.MustCompile(`^[a-z0-9.-]+\.orderly\.dev/v[0-9a-z]+ [
 // stored version on purpose until a release moves the storage (docs/install.md), and
 // a warning on each of their requests would bury every other one. Users' clients still
 // get them.
-type withoutOwnDeprecations struct{ next rest.WarningHandlerWithContext }
+type withoutOwnDeprecations struct {
+	next rest.WarningHandlerWithContext
+}
 
 func (w withoutOwnDeprecations) HandleWarningHeaderWithContext(ctx context.Context, code int, agent, text string) {
 	if ownDeprecation.MatchString(text) {

@@ -17,8 +17,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"orderly.dev/orderly/internal/testenv"
-	"orderly.dev/orderly/internal/testregistry"
+	"orderly.dev/orderly/internal/testing/testenv"
+	"orderly.dev/orderly/internal/testing/testregistry"
 )
 
 // The image built from a static binary, pushed to a real registry and pulled back:

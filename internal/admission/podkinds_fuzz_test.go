@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"orderly.dev/orderly/internal/testcel"
+	"orderly.dev/orderly/internal/testing/testcel"
 )
 
 // podObject is an object of kind k whose pod spec has the containers given (init and

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"orderly.dev/orderly/internal/testtls"
+	"orderly.dev/orderly/internal/testing/testtls"
 )
 
 // A CA that holds no certificate is refused with a message that says where to look,

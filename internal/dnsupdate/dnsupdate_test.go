@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"orderly.dev/orderly/internal/dnsupdate"
-	"orderly.dev/orderly/internal/testdns"
+	"orderly.dev/orderly/internal/testing/testdns"
 )
 
 // TestAgainstBIND writes, reads back, replaces and deletes a record in a real named,

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"orderly.dev/orderly/internal/testimages"
+	"orderly.dev/orderly/internal/testing/testimages"
 )
 
 // osvServer serves <Ecosystem>/all.zip archives with ETags, as osv.dev's bucket does.

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"orderly.dev/orderly/internal/testimages"
+	"orderly.dev/orderly/internal/testing/testimages"
 )
 
 // scanContents runs what Scan runs after the pull (checks, extraction, matching) on an

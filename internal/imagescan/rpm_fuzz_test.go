@@ -14,7 +14,7 @@ import (
 	scalibrfs "github.com/google/osv-scalibr/fs"
 	"github.com/google/osv-scalibr/inventory"
 
-	"orderly.dev/orderly/internal/testimages"
+	"orderly.dev/orderly/internal/testing/testimages"
 )
 
 // rpmHeaderBlobs are the package headers of a database rpm itself wrote, when rpm is

@@ -11,7 +11,7 @@ import (
 
 	rpmdb "github.com/erikvarga/go-rpmdb/pkg"
 
-	"orderly.dev/orderly/internal/testimages"
+	"orderly.dev/orderly/internal/testing/testimages"
 )
 
 // TestRPMSQLiteReader reads databases that rpm itself wrote: enough packages for the

@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"orderly.dev/orderly/internal/testimages"
-	"orderly.dev/orderly/internal/testregistry"
+	"orderly.dev/orderly/internal/testing/testimages"
+	"orderly.dev/orderly/internal/testing/testregistry"
 )
 
 func startRegistry(t *testing.T) *testregistry.Registry {

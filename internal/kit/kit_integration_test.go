@@ -15,7 +15,7 @@ import (
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 	"orderly.dev/orderly/internal/kit"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 var (

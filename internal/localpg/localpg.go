@@ -1,6 +1,6 @@
 // Package localpg runs a PostgreSQL cluster on this machine with initdb and pg_ctl,
 // from Debian's postgresql package: the throwaway servers of the tests
-// (internal/testpg) and the persistent one of `orderly dev postgres`.
+// (internal/testing/testpg) and the persistent one of `orderly dev postgres`.
 //
 // PostgreSQL refuses to run as root, so when the caller is root the cluster's files
 // belong to, and its processes run as, the postgres user (created by the package).

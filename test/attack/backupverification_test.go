@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/tests3"
+	"orderly.dev/orderly/internal/testing/tests3"
 )
 
 // managerToken is the bearer token the manager runs with (its ServiceAccount's), one

@@ -34,7 +34,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 const (

@@ -19,7 +19,7 @@ import (
 	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	"orderly.dev/orderly/internal/dnsupdate"
 	"orderly.dev/orderly/internal/labels"
-	"orderly.dev/orderly/internal/testdns"
+	"orderly.dev/orderly/internal/testing/testdns"
 )
 
 // ServiceDomain, DomainZone and HostnameClaim: one BIND serves three zones, each a

@@ -26,8 +26,8 @@ import (
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/localpg"
-	"orderly.dev/orderly/internal/testpg"
-	"orderly.dev/orderly/internal/tests3"
+	"orderly.dev/orderly/internal/testing/testpg"
+	"orderly.dev/orderly/internal/testing/tests3"
 )
 
 // bvDump is one database dumped for the benchmark.

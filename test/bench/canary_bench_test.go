@@ -30,7 +30,7 @@ import (
 	"orderly.dev/orderly/config"
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/standin/canaryapp"
-	"orderly.dev/orderly/internal/testprom"
+	"orderly.dev/orderly/internal/testing/testprom"
 )
 
 // BenchmarkCanaries analyses BENCH_CANARIES (default 200) Canaries at once, each with

@@ -26,8 +26,8 @@ import (
 	"orderly.dev/orderly/internal/database"
 	"orderly.dev/orderly/internal/database/mysql"
 	"orderly.dev/orderly/internal/database/postgres"
-	"orderly.dev/orderly/internal/testmysql"
-	"orderly.dev/orderly/internal/testpg"
+	"orderly.dev/orderly/internal/testing/testmysql"
+	"orderly.dev/orderly/internal/testing/testpg"
 )
 
 // BenchmarkDevDatabases measures both engines in one run, each against its own

@@ -30,7 +30,7 @@ import (
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/scheme"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 	"orderly.dev/orderly/test/launch"
 )
 

@@ -25,8 +25,8 @@ import (
 	"orderly.dev/orderly/internal/controller/policy/imagepolicy"
 	"orderly.dev/orderly/internal/controller/policy/imagescan"
 	"orderly.dev/orderly/internal/labels"
-	"orderly.dev/orderly/internal/testimages"
-	"orderly.dev/orderly/internal/testregistry"
+	"orderly.dev/orderly/internal/testing/testimages"
+	"orderly.dev/orderly/internal/testing/testregistry"
 )
 
 func imageDeployment(ns, name, image string) *appsv1.Deployment {

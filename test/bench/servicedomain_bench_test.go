@@ -22,7 +22,7 @@ import (
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/dnsupdate"
 	"orderly.dev/orderly/internal/labels"
-	"orderly.dev/orderly/internal/testdns"
+	"orderly.dev/orderly/internal/testing/testdns"
 )
 
 // BenchmarkServiceDomains: 500 ServiceDomains created at once, each with an A record

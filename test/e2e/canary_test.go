@@ -28,7 +28,7 @@ import (
 	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/standin/canaryapp"
-	"orderly.dev/orderly/internal/testprom"
+	"orderly.dev/orderly/internal/testing/testprom"
 )
 
 // The Canary tests run Orderly's manager (as its ServiceAccount) against the local

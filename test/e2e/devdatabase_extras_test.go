@@ -21,7 +21,7 @@ import (
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/devcluster"
-	"orderly.dev/orderly/internal/testpg"
+	"orderly.dev/orderly/internal/testing/testpg"
 )
 
 // TestDevDatabaseUsersInitTemplateAndProtection: on the full cluster, with the

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/testmysql"
+	"orderly.dev/orderly/internal/testing/testmysql"
 )
 
 // openDSN opens the Secret's Go DSN (one connection, so a killed session shows).

@@ -23,7 +23,7 @@ import (
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/devcluster"
-	"orderly.dev/orderly/internal/testpg"
+	"orderly.dev/orderly/internal/testing/testpg"
 )
 
 // dataClient is an admin client that knows the data.orderly.dev types.

@@ -19,8 +19,8 @@ import (
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/controller/policy/imagescan"
-	"orderly.dev/orderly/internal/testimages"
-	"orderly.dev/orderly/internal/testregistry"
+	"orderly.dev/orderly/internal/testing/testimages"
+	"orderly.dev/orderly/internal/testing/testregistry"
 )
 
 // TestImagePolicy runs image compliance end to end: a real registry on loopback

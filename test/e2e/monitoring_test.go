@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/testenv"
-	"orderly.dev/orderly/internal/testprom"
+	"orderly.dev/orderly/internal/testing/testenv"
+	"orderly.dev/orderly/internal/testing/testprom"
 )
 
 // TestAlertRulesOnARealPrometheus: a real Prometheus scrapes the running manager as

@@ -43,7 +43,7 @@ import (
 	"orderly.dev/orderly/internal/audit"
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/scheme"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 const (

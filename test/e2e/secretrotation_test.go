@@ -20,7 +20,7 @@ import (
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
 	"orderly.dev/orderly/internal/devcluster"
-	"orderly.dev/orderly/internal/testpg"
+	"orderly.dev/orderly/internal/testing/testpg"
 )
 
 // consumerOf is a Deployment whose pods read the Secret secret through env.

@@ -39,7 +39,7 @@ import (
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/dnsupdate"
 	"orderly.dev/orderly/internal/standin/certmanager"
-	"orderly.dev/orderly/internal/testdns"
+	"orderly.dev/orderly/internal/testing/testdns"
 )
 
 const certManagerNamespace = "orderly-e2e-cert-manager"

@@ -7,7 +7,7 @@ import (
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	datav1beta1 "orderly.dev/orderly/api/data/v1beta1"
-	"orderly.dev/orderly/internal/testconversion"
+	"orderly.dev/orderly/internal/testing/testconversion"
 )
 
 // TestDevDatabaseRoundTrip: random DevDatabases go from v1alpha1 to v1beta1 and back, and the

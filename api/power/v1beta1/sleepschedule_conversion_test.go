@@ -7,7 +7,7 @@ import (
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
 	powerv1beta1 "orderly.dev/orderly/api/power/v1beta1"
-	"orderly.dev/orderly/internal/testconversion"
+	"orderly.dev/orderly/internal/testing/testconversion"
 )
 
 // TestSleepScheduleRoundTrip: random SleepSchedules go from v1alpha1 to v1beta1 and back, and the

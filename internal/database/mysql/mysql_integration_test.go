@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"orderly.dev/orderly/internal/database"
-	"orderly.dev/orderly/internal/testmysql"
+	"orderly.dev/orderly/internal/testing/testmysql"
 )
 
 // The cases of the PostgreSQL engine's suite (database/postgres), against MariaDB,

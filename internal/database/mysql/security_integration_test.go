@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"orderly.dev/orderly/internal/database"
-	"orderly.dev/orderly/internal/testmysql"
+	"orderly.dev/orderly/internal/testing/testmysql"
 )
 
 // A DevDatabase's user uses its database as an owner would, and reaches nothing

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"orderly.dev/orderly/internal/database"
-	"orderly.dev/orderly/internal/testmysql"
-	"orderly.dev/orderly/internal/testtls"
+	"orderly.dev/orderly/internal/testing/testmysql"
+	"orderly.dev/orderly/internal/testing/testtls"
 )
 
 // On a server that requires TLS (require_secure_transport), Orderly connects with

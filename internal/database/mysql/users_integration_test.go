@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"orderly.dev/orderly/internal/database"
-	"orderly.dev/orderly/internal/testmysql"
+	"orderly.dev/orderly/internal/testing/testmysql"
 )
 
 func withUsers(db database.Database, users ...database.User) database.Database {

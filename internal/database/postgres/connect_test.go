@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"orderly.dev/orderly/internal/database"
-	"orderly.dev/orderly/internal/testtls"
+	"orderly.dev/orderly/internal/testing/testtls"
 )
 
 // A CA that is not PEM stops the connection before anything is sent, with an error

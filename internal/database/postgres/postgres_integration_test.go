@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"orderly.dev/orderly/internal/database"
-	"orderly.dev/orderly/internal/testpg"
+	"orderly.dev/orderly/internal/testing/testpg"
 )
 
 var pg *testpg.Server

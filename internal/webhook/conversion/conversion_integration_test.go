@@ -27,7 +27,7 @@ import (
 	powerv1beta1 "orderly.dev/orderly/api/power/v1beta1"
 	"orderly.dev/orderly/internal/admission"
 	"orderly.dev/orderly/internal/kit"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 	orderlywebhook "orderly.dev/orderly/internal/webhook"
 	"orderly.dev/orderly/internal/webhook/conversion"
 )

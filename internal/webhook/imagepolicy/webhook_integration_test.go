@@ -28,7 +28,7 @@ import (
 	"orderly.dev/orderly/internal/controller/policy/imagescan"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 	orderlywebhook "orderly.dev/orderly/internal/webhook"
 )
 

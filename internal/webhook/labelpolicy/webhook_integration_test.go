@@ -28,7 +28,7 @@ import (
 	"orderly.dev/orderly/internal/controller/policy/labelpolicy/labelpolicytest"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 	orderlywebhook "orderly.dev/orderly/internal/webhook"
 	"orderly.dev/orderly/internal/webhook/certs"
 	"orderly.dev/orderly/internal/webhook/tlstest"

@@ -28,9 +28,9 @@ import (
 	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/localpg"
-	"orderly.dev/orderly/internal/testenv"
-	"orderly.dev/orderly/internal/testpg"
-	"orderly.dev/orderly/internal/tests3"
+	"orderly.dev/orderly/internal/testing/testenv"
+	"orderly.dev/orderly/internal/testing/testpg"
+	"orderly.dev/orderly/internal/testing/tests3"
 )
 
 var (

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/testpg"
-	"orderly.dev/orderly/internal/tests3"
+	"orderly.dev/orderly/internal/testing/testpg"
+	"orderly.dev/orderly/internal/testing/tests3"
 )
 
 // caSecret creates a Secret holding ca as ca.crt in the suite's namespace.

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 // Bad specs are refused by the API server, with a message that says what to fix.

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
-	"orderly.dev/orderly/internal/testenv"
-	"orderly.dev/orderly/internal/testpg"
+	"orderly.dev/orderly/internal/testing/testenv"
+	"orderly.dev/orderly/internal/testing/testpg"
 )
 
 var seq atomic.Int64

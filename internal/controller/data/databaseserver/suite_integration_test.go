@@ -18,9 +18,9 @@ import (
 	"orderly.dev/orderly/internal/database/mysql"
 	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/kit"
-	"orderly.dev/orderly/internal/testenv"
-	"orderly.dev/orderly/internal/testmysql"
-	"orderly.dev/orderly/internal/testpg"
+	"orderly.dev/orderly/internal/testing/testenv"
+	"orderly.dev/orderly/internal/testing/testmysql"
+	"orderly.dev/orderly/internal/testing/testpg"
 )
 
 var (

@@ -17,12 +17,12 @@ import (
 
 	datav1alpha1 "orderly.dev/orderly/api/data/v1alpha1"
 	"orderly.dev/orderly/internal/database"
-	"orderly.dev/orderly/internal/testmysql"
-	"orderly.dev/orderly/internal/testpg"
+	"orderly.dev/orderly/internal/testing/testmysql"
+	"orderly.dev/orderly/internal/testing/testpg"
 )
 
 // One test table, two engines: each case of engineCases runs against PostgreSQL
-// (internal/testpg) and MariaDB (internal/testmysql), as sub-tests named
+// (internal/testing/testpg) and MariaDB (internal/testing/testmysql), as sub-tests named
 // <case>/<engine>. A case reaches a server only through its backend, which says
 // how each engine does what the case checks (connect with a Secret, look a
 // database up, ...). Where a step of a case does not apply to an engine, the

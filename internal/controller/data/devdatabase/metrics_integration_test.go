@@ -8,7 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 // A DevDatabase's series go when it goes, and a DatabaseServer's per-server counters

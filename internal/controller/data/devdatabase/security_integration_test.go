@@ -30,8 +30,8 @@ import (
 	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
-	"orderly.dev/orderly/internal/testmysql"
-	"orderly.dev/orderly/internal/testpg"
+	"orderly.dev/orderly/internal/testing/testmysql"
+	"orderly.dev/orderly/internal/testing/testpg"
 )
 
 // settle deletes the DevDatabases in namespace ns when the test ends and waits

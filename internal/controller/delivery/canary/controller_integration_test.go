@@ -29,7 +29,7 @@ import (
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/standin/canaryapp"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 // healthy sets both variants of a target to the same low error ratio.

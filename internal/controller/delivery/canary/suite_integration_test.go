@@ -26,8 +26,8 @@ import (
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/standin/canaryapp"
-	"orderly.dev/orderly/internal/testenv"
-	"orderly.dev/orderly/internal/testprom"
+	"orderly.dev/orderly/internal/testing/testenv"
+	"orderly.dev/orderly/internal/testing/testprom"
 )
 
 // The suite runs the controller against a real API server and etcd (envtest), with

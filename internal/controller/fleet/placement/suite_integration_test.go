@@ -31,7 +31,7 @@ import (
 	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/scheme"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 const (

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 // The samples in config/samples are accepted by the API server as they are.

@@ -25,8 +25,8 @@ import (
 	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
 	"orderly.dev/orderly/internal/devcluster"
 	"orderly.dev/orderly/internal/kit"
-	"orderly.dev/orderly/internal/testdns"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testdns"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 // The suite runs the controller against a real API server and etcd (envtest) with

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	networkv1alpha1 "orderly.dev/orderly/api/network/v1alpha1"
-	"orderly.dev/orderly/internal/testdns"
+	"orderly.dev/orderly/internal/testing/testdns"
 )
 
 // zoneReady waits until DomainZone name's Ready condition has status and reason,

@@ -10,7 +10,7 @@ import (
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
-	"orderly.dev/orderly/internal/testcel"
+	"orderly.dev/orderly/internal/testing/testcel"
 )
 
 // apiRegistryPattern is the CRD's pattern for an allowedRegistries item.

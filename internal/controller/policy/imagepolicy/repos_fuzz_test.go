@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 
 	"orderly.dev/orderly/internal/controller/policy/imagescan"
-	"orderly.dev/orderly/internal/testcel"
+	"orderly.dev/orderly/internal/testing/testcel"
 )
 
 // FuzzImageRepos checks the generated policy's CEL normalization of images against

@@ -26,9 +26,9 @@ import (
 	engine "orderly.dev/orderly/internal/imagescan"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
-	"orderly.dev/orderly/internal/testenv"
-	"orderly.dev/orderly/internal/testimages"
-	"orderly.dev/orderly/internal/testregistry"
+	"orderly.dev/orderly/internal/testing/testenv"
+	"orderly.dev/orderly/internal/testing/testimages"
+	"orderly.dev/orderly/internal/testing/testregistry"
 )
 
 // The scanner runs against a real registry on loopback (Debian's docker-registry),

@@ -12,7 +12,7 @@ import (
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
-	"orderly.dev/orderly/internal/testcel"
+	"orderly.dev/orderly/internal/testing/testcel"
 )
 
 // The CRD's rules that the fuzz targets hold inputs to: what the API server lets

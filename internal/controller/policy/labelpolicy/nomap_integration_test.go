@@ -15,7 +15,7 @@ import (
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
 	"orderly.dev/orderly/internal/kit"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 // TestWithoutMutatingAdmissionPolicy runs against a second API server that does not

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
-	"orderly.dev/orderly/internal/testcel"
+	"orderly.dev/orderly/internal/testing/testcel"
 )
 
 // The CRD's patterns of spec.match.podOwners.

@@ -16,7 +16,7 @@ import (
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
 	"orderly.dev/orderly/internal/kit"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 // TestPoliciesNeverBlockProtectedNamespaces plays the careless platform admin: a Deny

@@ -16,7 +16,7 @@ import (
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/admission"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 // laggingCache is a manager's cache that has not caught up yet: it returns an old

@@ -14,7 +14,7 @@ import (
 
 	"orderly.dev/orderly/internal/admission"
 	"orderly.dev/orderly/internal/kit"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 // k is a client straight to the API server (no cache), used by the tests to act as a

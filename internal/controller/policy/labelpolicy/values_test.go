@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
-	"orderly.dev/orderly/internal/testcel"
+	"orderly.dev/orderly/internal/testing/testcel"
 )
 
 func testValueSet(now time.Time) *policyv1alpha1.LabelValueSet {

@@ -26,7 +26,7 @@ import (
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
 	"orderly.dev/orderly/internal/kit"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 // Times used with the fake clock. 2026-12-02 is a Wednesday.

@@ -26,7 +26,7 @@ import (
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
 	"orderly.dev/orderly/internal/kit"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 // crd is a CRD of a namespaced kind served at v1 whose spec holds anything, with a

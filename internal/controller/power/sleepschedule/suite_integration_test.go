@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"orderly.dev/orderly/internal/kit"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 // k is a client straight to the API server (no cache), used by the tests to act as a

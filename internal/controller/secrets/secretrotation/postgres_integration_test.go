@@ -20,7 +20,7 @@ import (
 	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
 	"orderly.dev/orderly/internal/database/postgres"
 	"orderly.dev/orderly/internal/kit"
-	"orderly.dev/orderly/internal/testpg"
+	"orderly.dev/orderly/internal/testing/testpg"
 )
 
 const managerNamespace = "orderly-system"

@@ -20,7 +20,7 @@ import (
 
 	secretsv1alpha1 "orderly.dev/orderly/api/secrets/v1alpha1"
 	"orderly.dev/orderly/internal/kit"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 var (

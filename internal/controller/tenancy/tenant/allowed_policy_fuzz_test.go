@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	"orderly.dev/orderly/internal/controller/policy/imagescan"
-	"orderly.dev/orderly/internal/testcel"
+	"orderly.dev/orderly/internal/testing/testcel"
 )
 
 // imageNormalization is the expression of allowedPolicy that gives an image its

@@ -24,7 +24,7 @@ import (
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 	"orderly.dev/orderly/internal/labels"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 // applyAs writes obj (JSON) with server-side apply as another field manager would.

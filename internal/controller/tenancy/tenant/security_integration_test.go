@@ -19,7 +19,7 @@ import (
 
 	tenancyv1alpha1 "orderly.dev/orderly/api/tenancy/v1alpha1"
 	"orderly.dev/orderly/internal/labels"
-	"orderly.dev/orderly/internal/testenv"
+	"orderly.dev/orderly/internal/testing/testenv"
 )
 
 func clusterRoleBinding(role string, subjects ...rbacv1.Subject) tenancyv1alpha1.TenantRoleBinding {
