@@ -46,6 +46,12 @@ func (c Conditions) Unknown(typ, reason, message string) {
 	c.Set(typ, metav1.ConditionUnknown, reason, message)
 }
 
+// Remove removes condition typ, for a condition that no longer applies (the feature
+// it reports on was turned off); a condition that is not there is no change.
+func (c Conditions) Remove(typ string) {
+	meta.RemoveStatusCondition(c.list, typ)
+}
+
 // Truncate cuts s to at most n bytes, ending in "..." when cut, without splitting a
 // UTF-8 character.
 func Truncate(s string, n int) string {

@@ -1,6 +1,7 @@
 package kit
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -83,5 +84,32 @@ func TestConditionsStampGenerationAndKeepTransitionTime(t *testing.T) {
 	ConditionsOf(&list, 4).Unknown("Other", "Pending", "")
 	if len(list) != 2 {
 		t.Errorf("conditions = %d, want 2", len(list))
+	}
+}
+
+func TestConditionsRemove(t *testing.T) {
+	tests := []struct {
+		name   string
+		list   []metav1.Condition
+		remove string
+		want   []string
+	}{
+		{"removes the one named", []metav1.Condition{{Type: "Ready"}, {Type: "Quota"}, {Type: "Other"}}, "Quota", []string{"Ready", "Other"}},
+		{"absent is no change", []metav1.Condition{{Type: "Ready"}}, "Quota", []string{"Ready"}},
+		{"the last one", []metav1.Condition{{Type: "Quota"}}, "Quota", nil},
+		{"empty list", nil, "Quota", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			list := tt.list
+			ConditionsOf(&list, 2).Remove(tt.remove)
+			var got []string
+			for _, c := range list {
+				got = append(got, c.Type)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("after Remove(%q): %v, want %v", tt.remove, got, tt.want)
+			}
+		})
 	}
 }
