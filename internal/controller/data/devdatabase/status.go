@@ -219,7 +219,7 @@ func computeStatus(d *datav1alpha1.DevDatabase, o outcome, now time.Time) datav1
 // yet; without spec.init there is none.
 func initCondition(d *datav1alpha1.DevDatabase, st *datav1alpha1.DevDatabaseStatus, conds kit.Conditions, o outcome) {
 	if d.Spec.Init == nil {
-		meta.RemoveStatusCondition(&st.Conditions, datav1alpha1.ConditionInitialized)
+		conds.Remove(datav1alpha1.ConditionInitialized)
 		return
 	}
 	in := st.Init

@@ -307,7 +307,7 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 	}
 	switch {
 	case !obs.hasKinds:
-		meta.RemoveStatusCondition(&st.Conditions, powerv1alpha1.ConditionKindsAvailable)
+		cond.Remove(powerv1alpha1.ConditionKindsAvailable)
 	case len(obs.kindProblems) > 0:
 		p := obs.kindProblems[0]
 		cond.False(powerv1alpha1.ConditionKindsAvailable, p.reason, kit.Truncate(kindsMessage(obs.kindProblems), 1024))

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -357,14 +356,14 @@ func setQuotaStatus(t *tenancyv1alpha1.Tenant, st *tenancyv1alpha1.TenantStatus,
 			st.Namespaces[i].Quota = namespaceUsage(resources, o)
 		}
 	}
+	conds := kit.ConditionsOf(&st.Conditions, t.Generation)
 	if t.Spec.TotalQuota == nil {
 		st.TotalQuota = nil
-		meta.RemoveStatusCondition(&st.Conditions, tenancyv1alpha1.ConditionTotalQuotaAvailable)
+		conds.Remove(tenancyv1alpha1.ConditionTotalQuotaAvailable)
 		return
 	}
 	total, reached, summary := totalUsage(t, qs)
 	st.TotalQuota = total
-	conds := kit.ConditionsOf(&st.Conditions, t.Generation)
 	if len(reached) > 0 {
 		conds.False(tenancyv1alpha1.ConditionTotalQuotaAvailable, ReasonTotalQuotaReached,
 			fmt.Sprintf("The tenant has reached spec.totalQuota for %s (used/hard: %s): no namespace of the tenant can use more of it until usage drops or the limit is raised",

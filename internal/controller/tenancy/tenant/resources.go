@@ -787,11 +787,11 @@ func (r *Reconciler) pruneResources(ctx context.Context, t *tenancyv1alpha1.Tena
 // setResourcesStatus writes the outcome of spec.resources into st.
 func setResourcesStatus(t *tenancyv1alpha1.Tenant, st *tenancyv1alpha1.TenantStatus, out resourceOutcome) {
 	st.Resources = out.entries
+	conds := kit.ConditionsOf(&st.Conditions, t.Generation)
 	if len(t.Spec.Resources) == 0 && len(out.entries) == 0 {
-		meta.RemoveStatusCondition(&st.Conditions, tenancyv1alpha1.ConditionExtraResourcesApplied)
+		conds.Remove(tenancyv1alpha1.ConditionExtraResourcesApplied)
 		return
 	}
-	conds := kit.ConditionsOf(&st.Conditions, t.Generation)
 	switch {
 	case out.reason != "":
 		conds.False(tenancyv1alpha1.ConditionExtraResourcesApplied, out.reason, kit.Truncate(out.message, 32*1024))

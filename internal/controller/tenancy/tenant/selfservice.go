@@ -460,11 +460,11 @@ func setAllowedStatus(t *tenancyv1alpha1.Tenant, st *tenancyv1alpha1.TenantStatu
 // then Ready False too (prefixed by notInPlace); otherwise True with what inPlace says.
 func setFeatureCondition(t *tenancyv1alpha1.Tenant, st *tenancyv1alpha1.TenantStatus, enabled bool, cond, reason, message, notInPlace string,
 	inPlace func() (reason, message string)) {
+	conds := kit.ConditionsOf(&st.Conditions, t.Generation)
 	if !enabled {
-		meta.RemoveStatusCondition(&st.Conditions, cond)
+		conds.Remove(cond)
 		return
 	}
-	conds := kit.ConditionsOf(&st.Conditions, t.Generation)
 	if reason != "" {
 		conds.False(cond, reason, message)
 		if meta.IsStatusConditionTrue(st.Conditions, tenancyv1alpha1.ConditionReady) {
