@@ -42,7 +42,8 @@ import (
 // metadata (ConfigMaps, Secrets, Services, ServiceAccounts as metadata only, so no
 // Secret data is ever held) and a workload's ready replicas.
 
-// refusalMemory is how long a member's refusal (403) of a list or watch counts. The
+// refusalMemory is how long a member's refusal (403) of a list or watch counts, on
+// the injected clock (tests with a fake clock move it to let a refusal wear off). The
 // reflector retries a failed list at least every minute, so a refusal that lasts
 // stays fresh and one that was lifted (RBAC fixed on the member) wears off.
 const refusalMemory = 2 * time.Minute
@@ -163,9 +164,10 @@ func (m *memberSyncer) watchFailed(ctx context.Context, r *toolscache.Reflector,
 	if resource == "" && r != nil {
 		resource = r.TypeDescription()
 	}
+	now := m.clock.Now()
 	m.watchMu.Lock()
-	wasFallback := m.fallbackLocked(time.Now())
-	m.refused[resource] = time.Now()
+	wasFallback := m.fallbackLocked(now)
+	m.refused[resource] = now
 	first := !m.refusalLogged[resource]
 	m.refusalLogged[resource] = true
 	m.watchMu.Unlock()
@@ -208,7 +210,7 @@ func (m *memberSyncer) fallbackLocked(now time.Time) bool {
 // the watches.
 func (m *memberSyncer) resyncAfter() time.Duration {
 	m.watchMu.Lock()
-	fallback := m.fallbackLocked(time.Now())
+	fallback := m.fallbackLocked(m.clock.Now())
 	m.watchMu.Unlock()
 	if fallback {
 		return FallbackResync
@@ -221,7 +223,7 @@ func (m *memberSyncer) resyncAfter() time.Duration {
 func (m *memberSyncer) watchState() (refused []string, synced bool) {
 	m.watchMu.Lock()
 	defer m.watchMu.Unlock()
-	now := time.Now()
+	now := m.clock.Now()
 	for r, t := range m.refused {
 		if now.Sub(t) < refusalMemory {
 			refused = append(refused, r)
@@ -358,7 +360,7 @@ func (m *memberSyncer) watching(gvk schema.GroupVersionKind) (client.Reader, boo
 	i := slices.Index(placedKinds, gvk)
 	m.watchMu.Lock()
 	defer m.watchMu.Unlock()
-	if m.copies == nil || i < 0 || i >= len(m.informers) || !m.informers[i].HasSynced() || m.fallbackLocked(time.Now()) {
+	if m.copies == nil || i < 0 || i >= len(m.informers) || !m.informers[i].HasSynced() || m.fallbackLocked(m.clock.Now()) {
 		return nil, false
 	}
 	return m.copies, true

@@ -187,11 +187,17 @@ func TestRefusedWatchFallsBackToTheShortResync(t *testing.T) {
 	if refused, _ := m.watchState(); len(refused) != 1 || refused[0] != "secrets" {
 		t.Errorf("refused = %v", refused)
 	}
-	m.watchMu.Lock()
-	m.refused["secrets"] = time.Now().Add(-refusalMemory)
-	m.watchMu.Unlock()
+	// The refusal wears off on the injected clock.
+	m.clock.(*clocktesting.FakePassiveClock).SetTime(m.clock.Now().Add(refusalMemory - time.Second))
+	if d := m.resyncAfter(); d != FallbackResync {
+		t.Errorf("resync after %s with the watch refused just under %s ago, want %s", d, refusalMemory, FallbackResync)
+	}
+	m.clock.(*clocktesting.FakePassiveClock).SetTime(m.clock.Now().Add(time.Second))
 	if d := m.resyncAfter(); d == FallbackResync {
 		t.Error("an old refusal still counts")
+	}
+	if refused, _ := m.watchState(); len(refused) != 0 {
+		t.Errorf("refused = %v after %s, want none", refused, refusalMemory)
 	}
 }
 
@@ -253,7 +259,7 @@ func TestApplySkipsWhatTheWatchShowsUnchanged(t *testing.T) {
 	m.copies = &fixedReader{Reader: watched, obj: cp}
 	step("fields taken on the member", changed, 0, 1)
 	// A refusal makes the watch untrustworthy: read first again.
-	m.refused["secrets"] = time.Now()
+	m.refused["secrets"] = m.clock.Now()
 	step("watch refused", changed, 1, 1)
 }
 
