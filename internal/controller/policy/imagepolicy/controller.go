@@ -70,7 +70,7 @@ func Cache() kit.CacheRules {
 // Setup builds the reconciler and registers it with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 	r := &Reconciler{
-		Client: mgr.GetClient(), Recorder: kit.EventsFor(mgr, "orderly-imagepolicy"), Clock: deps.ClockOrReal(),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-imagepolicy"), Clock: deps.ClockOrReal(),
 		Admission: deps.Admission, Namespace: deps.Namespace,
 	}
 	return r.SetupWithManager(ctx, mgr, deps.Options)
@@ -79,8 +79,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 // Reconciler reconciles ImagePolicies.
 type Reconciler struct {
 	client.Client
-	Recorder kit.Recorder
-	Clock    clock.PassiveClock
+	// APIReader reads the latest version of a policy when a status write loses the
+	// optimistic lock (the manager's API reader: the cache may be behind).
+	APIReader client.Reader
+	Recorder  kit.Recorder
+	Clock     clock.PassiveClock
 	// Admission carries the webhook endpoint (Webhook, CABundle) when the manager
 	// serves Orderly's webhook; without it the scan-based checks are not enforced
 	// at admission, and the policy says so.
@@ -96,6 +99,10 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	// A Reconciler built by hand (tests, the webhook's suite) gets the manager's reader.
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	if err := imagescan.EnsureTagIndex(ctx, mgr); err != nil {
 		return err
 	}

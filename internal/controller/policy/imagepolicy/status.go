@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
 	"orderly.dev/orderly/internal/kit"
@@ -86,18 +85,28 @@ func joinAnd(parts []string) string {
 	return parts[0] + "; " + parts[1]
 }
 
+// reevaluatedAfter is how old status.lastEvaluated may grow before a new date alone is
+// written: an evaluation every 30 s that finds the same would otherwise write each time.
+const reevaluatedAfter = 10 * time.Minute
+
+// updateStatus writes the status computed from obs, unless it differs from the
+// policy's only by a lastEvaluated less than reevaluatedAfter newer.
 func (r *Reconciler) updateStatus(ctx context.Context, p *policyv1alpha1.ImagePolicy, obs observation) error {
-	st := computeStatus(p, obs)
-	if equality.Semantic.DeepEqual(st, p.Status) {
-		return nil
+	return kit.PatchStatus(ctx, r.Client, r.APIReader, p, func(latest *policyv1alpha1.ImagePolicy) {
+		if st := computeStatus(latest, obs); !onlyReevaluated(latest.Status, st, obs.now) {
+			latest.Status = st
+		}
+	})
+}
+
+// onlyReevaluated says whether next differs from prev by lastEvaluated alone, and
+// prev's is less than reevaluatedAfter old: the evaluation date alone is no reason
+// to write.
+func onlyReevaluated(prev, next policyv1alpha1.ImagePolicyStatus, now time.Time) bool {
+	if prev.LastEvaluated == nil || now.Sub(prev.LastEvaluated.Time) >= reevaluatedAfter {
+		return false
 	}
-	// The evaluation date alone is no reason to write.
-	same := st.DeepCopy()
-	same.LastEvaluated = p.Status.LastEvaluated
-	if equality.Semantic.DeepEqual(*same, p.Status) && p.Status.LastEvaluated != nil && obs.now.Sub(p.Status.LastEvaluated.Time) < 10*time.Minute {
-		return nil
-	}
-	base := p.DeepCopy()
-	p.Status = st
-	return client.IgnoreNotFound(r.Status().Patch(ctx, p, client.MergeFrom(base)))
+	same := next.DeepCopy()
+	same.LastEvaluated = prev.LastEvaluated
+	return equality.Semantic.DeepEqual(*same, prev)
 }
