@@ -194,12 +194,28 @@ func plan(c *deliveryv1alpha1.Canary, obs *observation, out *outcome) result {
 	return r
 }
 
+// decide is plan without the final weight in status. Each phase below decides one
+// part of a delivery, in order, and the first one that settles the reconcile ends it.
 func decide(c *deliveryv1alpha1.Canary, obs *observation, out *outcome) result {
 	st := *c.Status.DeepCopy()
 	st.Replicas = obs.replicas
 	r := result{desired: desired{weight: obs.weight, canaryRuns: obs.canary.replicas > 0, scaleTargetDown: obs.primary.exists && obs.primary.ready}}
-	now := metav1.NewTime(obs.now)
+	switch {
+	case initializing(&st, &r, obs):
+		// Nothing else moves until the primary is ready.
+	case obs.targetRevision == obs.primary.revision:
+		onPrimaryRevision(&st, &r, obs)
+	default:
+		deliver(c, &st, &r, obs, out)
+	}
+	r.status = st
+	return r
+}
 
+// initializing decides whether the primary is still being set up, which then is all
+// this reconcile does. It records the primary's revision once the primary exists, and
+// ends the initialization once the primary is ready.
+func initializing(st *deliveryv1alpha1.CanaryStatus, r *result, obs *observation) bool {
 	// The primary does not exist yet: it is created from the target's template, and
 	// the target keeps serving until the primary is ready.
 	if !obs.primary.exists || obs.primary.revision == "" {
@@ -207,99 +223,114 @@ func decide(c *deliveryv1alpha1.Canary, obs *observation, out *outcome) result {
 		st.Revision = obs.targetRevision
 		r.desired = desired{primaryTemplate: fromTarget, weight: 0}
 		r.reason, r.message = "Initializing", "creating the primary Deployment from the target's pod template"
-		r.status = st
-		return r
+		return true
 	}
 	st.PrimaryRevision = obs.primary.revision
+	if st.Phase != deliveryv1alpha1.PhaseInitializing && st.Phase != "" {
+		return false
+	}
+	// The primary exists: initialization ends once it is ready (and the target is
+	// then scaled to zero).
+	if !obs.primary.ready {
+		st.Phase = deliveryv1alpha1.PhaseInitializing
+		r.desired.primaryTemplate = keepTemplate
+		r.desired.weight = 0
+		r.reason, r.message = "Initializing", "waiting for the primary Deployment to be ready"
+		return true
+	}
+	st.Phase = deliveryv1alpha1.PhaseSucceeded
+	st.Revision = obs.primary.revision
+	r.events = append(r.events, event{reason: "Initialized", message: fmt.Sprintf("The primary runs revision %s and takes all traffic", obs.primary.revision)})
+	return false
+}
 
-	if st.Phase == deliveryv1alpha1.PhaseInitializing || st.Phase == "" {
-		// The primary exists: initialization ends once it is ready (and the target is
-		// then scaled to zero).
-		if !obs.primary.ready {
-			st.Phase = deliveryv1alpha1.PhaseInitializing
-			r.desired.primaryTemplate = keepTemplate
-			r.desired.weight = 0
-			r.reason, r.message = "Initializing", "waiting for the primary Deployment to be ready"
-			r.status = st
-			return r
+// onPrimaryRevision decides for a target that runs what the primary runs: nothing to
+// analyse. Traffic leaves a canary once the primary is ready (at the end of a
+// promotion, or after the user went back to the primary's template), then the canary
+// stops.
+func onPrimaryRevision(st *deliveryv1alpha1.CanaryStatus, r *result, obs *observation) {
+	r.desired.weight = obs.weight
+	if obs.primary.ready {
+		r.desired.weight = 0
+	}
+	// The controller writes the routes before the Deployments: the canary stops in
+	// the reconcile that takes its last traffic away, after the routes are written.
+	r.desired.canaryRuns = obs.canary.replicas > 0 && r.desired.weight > 0
+	done := r.desired.weight == 0
+	switch {
+	case st.Phase == deliveryv1alpha1.PhasePromoting && done:
+		st.Phase = deliveryv1alpha1.PhaseSucceeded
+		r.events = append(r.events, event{reason: "Promoted", message: fmt.Sprintf("Revision %s promoted: the primary runs it and takes all traffic", obs.primary.revision)})
+	case st.Phase == deliveryv1alpha1.PhasePromoting:
+		r.reason, r.message = "Promoting", "moving traffic back to the primary, which runs the canary's template"
+	case st.Phase != deliveryv1alpha1.PhaseSucceeded:
+		if st.Phase != deliveryv1alpha1.PhaseRolledBack || st.Revision != obs.targetRevision {
+			r.events = append(r.events, event{reason: "Reverted", message: fmt.Sprintf("The target is back to the primary's revision %s: the analysis of %s ends", obs.primary.revision, st.Revision)})
 		}
 		st.Phase = deliveryv1alpha1.PhaseSucceeded
+	}
+	if st.Phase == deliveryv1alpha1.PhaseSucceeded {
 		st.Revision = obs.primary.revision
-		r.events = append(r.events, event{reason: "Initialized", message: fmt.Sprintf("The primary runs revision %s and takes all traffic", obs.primary.revision)})
+		clearStep(st)
+		r.reason, r.message = "Succeeded", fmt.Sprintf("the primary runs revision %s", obs.primary.revision)
 	}
+}
 
-	// The target runs what the primary runs: nothing to analyse. Traffic leaves a
-	// canary once the primary is ready (at the end of a promotion, or after the user
-	// went back to the primary's template), then the canary stops.
-	if obs.targetRevision == obs.primary.revision {
-		r.desired.weight = obs.weight
-		if obs.primary.ready {
-			r.desired.weight = 0
-		}
-		// The controller writes the routes before the Deployments: the canary stops in
-		// the reconcile that takes its last traffic away, after the routes are written.
-		r.desired.canaryRuns = obs.canary.replicas > 0 && r.desired.weight > 0
-		done := r.desired.weight == 0
-		switch {
-		case st.Phase == deliveryv1alpha1.PhasePromoting && done:
-			st.Phase = deliveryv1alpha1.PhaseSucceeded
-			r.events = append(r.events, event{reason: "Promoted", message: fmt.Sprintf("Revision %s promoted: the primary runs it and takes all traffic", obs.primary.revision)})
-		case st.Phase == deliveryv1alpha1.PhasePromoting:
-			r.reason, r.message = "Promoting", "moving traffic back to the primary, which runs the canary's template"
-		case st.Phase != deliveryv1alpha1.PhaseSucceeded:
-			if st.Phase != deliveryv1alpha1.PhaseRolledBack || st.Revision != obs.targetRevision {
-				r.events = append(r.events, event{reason: "Reverted", message: fmt.Sprintf("The target is back to the primary's revision %s: the analysis of %s ends", obs.primary.revision, st.Revision)})
-			}
-			st.Phase = deliveryv1alpha1.PhaseSucceeded
-		}
-		if st.Phase == deliveryv1alpha1.PhaseSucceeded {
-			st.Revision = obs.primary.revision
-			clearStep(&st)
-			r.reason, r.message = "Succeeded", fmt.Sprintf("the primary runs revision %s", obs.primary.revision)
-		}
-		r.status = st
-		return r
-	}
-
-	// A revision to deliver. A new one (or one whose analysis was lost) starts from
-	// step 0; the canary gets the new template, and its weight is 0 until it is ready,
-	// so traffic goes back to the primary first.
-	if st.Revision != obs.targetRevision || st.Phase == deliveryv1alpha1.PhaseSucceeded {
-		if st.Revision != obs.targetRevision && st.Phase != deliveryv1alpha1.PhaseSucceeded && st.Phase != deliveryv1alpha1.PhaseRolledBack {
-			r.events = append(r.events, event{reason: "Restarted", message: fmt.Sprintf("New revision %s during the analysis of %s: traffic back to the primary, analysis from step 0", obs.targetRevision, st.Revision)})
-		} else {
-			r.events = append(r.events, event{reason: "NewRevision", message: fmt.Sprintf("Revision %s: analysis starts", obs.targetRevision)})
-		}
-		st.Revision = obs.targetRevision
-		st.Phase = deliveryv1alpha1.PhaseProgressing
-		st.CurrentStep = 0
-		clearStep(&st)
-	}
-
+// deliver decides for a revision the primary does not run: its analysis starts (or
+// starts again), a rolled-back revision stays rolled back, a promotion goes on, or
+// the current step is run.
+func deliver(c *deliveryv1alpha1.Canary, st *deliveryv1alpha1.CanaryStatus, r *result, obs *observation, out *outcome) {
+	startRevision(st, r, obs)
 	switch st.Phase {
 	case deliveryv1alpha1.PhaseRolledBack:
 		// All traffic on the primary, then the canary stops; until a new revision.
 		r.desired.weight = 0
 		r.desired.canaryRuns = false
 		r.reason, r.message = "RolledBack", fmt.Sprintf("revision %s was rolled back; change the target's pod template to try again", st.Revision)
-		r.status = st
-		return r
+		return
 	case deliveryv1alpha1.PhasePromoting:
 		// The primary takes the canary's template; traffic stays until it is ready
-		// (then the branch above moves it back).
+		// (then onPrimaryRevision moves it back).
 		r.desired.canaryRuns = true
 		if obs.canary.revision == st.Revision {
 			r.desired.primaryTemplate = fromCanary
 		}
 		r.reason, r.message = "Promoting", "copying the canary's template into the primary"
-		r.status = st
-		return r
+		return
 	}
-
 	r.desired.canaryRuns = true
+	if step, ok := stepToAnalyse(c, st, r, obs); ok {
+		analyseStep(c, st, r, obs, out, step)
+	}
+}
+
+// startRevision decides whether the target's revision is a new delivery. A new one
+// (or one whose analysis was lost) starts from step 0; the canary gets the new
+// template, and its weight is 0 until it is ready, so traffic goes back to the
+// primary first.
+func startRevision(st *deliveryv1alpha1.CanaryStatus, r *result, obs *observation) {
+	if st.Revision == obs.targetRevision && st.Phase != deliveryv1alpha1.PhaseSucceeded {
+		return
+	}
+	if st.Revision != obs.targetRevision && st.Phase != deliveryv1alpha1.PhaseSucceeded && st.Phase != deliveryv1alpha1.PhaseRolledBack {
+		r.events = append(r.events, event{reason: "Restarted", message: fmt.Sprintf("New revision %s during the analysis of %s: traffic back to the primary, analysis from step 0", obs.targetRevision, st.Revision)})
+	} else {
+		r.events = append(r.events, event{reason: "NewRevision", message: fmt.Sprintf("Revision %s: analysis starts", obs.targetRevision)})
+	}
+	st.Revision = obs.targetRevision
+	st.Phase = deliveryv1alpha1.PhaseProgressing
+	st.CurrentStep = 0
+	clearStep(st)
+}
+
+// stepToAnalyse decides whether the current step is a weight step whose analysis
+// goes on, and returns it. Otherwise something else decided this reconcile: an
+// abort, a canary that is not ready, missing routes, the last step done, a person's
+// promote, or a pause.
+func stepToAnalyse(c *deliveryv1alpha1.Canary, st *deliveryv1alpha1.CanaryStatus, r *result, obs *observation) (deliveryv1alpha1.Step, bool) {
 	if obs.abort {
-		rollback(&st, &r, obs, deliveryv1alpha1.VerdictAborted, "aborted by a person (orderly canary abort)", nil)
-		return r
+		rollback(st, r, obs, deliveryv1alpha1.VerdictAborted, "aborted by a person (orderly canary abort)", nil)
+		return deliveryv1alpha1.Step{}, false
 	}
 	if obs.canary.revision != st.Revision || !obs.canary.ready || obs.canary.replicas == 0 {
 		// No traffic to a canary that is not running the revision, or not ready.
@@ -307,28 +338,25 @@ func decide(c *deliveryv1alpha1.Canary, obs *observation, out *outcome) result {
 		st.StepStartedAt, st.NextAnalysisAt = nil, nil
 		st.Phase = deliveryv1alpha1.PhaseProgressing
 		r.reason, r.message = "CanaryNotReady", fmt.Sprintf("waiting for the canary Deployment to run revision %s with all replicas available", st.Revision)
-		r.status = st
-		return r
+		return deliveryv1alpha1.Step{}, false
 	}
 	if !obs.trafficReady {
 		r.blocked = true
 		r.reason, r.message = "TrafficNotReady", "waiting for the routes (see the TrafficReady condition)"
 		r.requeueAfter = trafficRecheck
-		r.status = st
-		return r
+		return deliveryv1alpha1.Step{}, false
 	}
-
 	step, ok := currentStep(c)
 	if !ok || int(st.CurrentStep) >= len(c.Spec.Steps) {
 		// The steps were shortened past the current one: every step is done.
-		promote(&st, &r)
-		return r
+		promote(st, r)
+		return deliveryv1alpha1.Step{}, false
 	}
 	if obs.promote {
-		record(&st, obs, stepDecision(&st, obs, weightOf(c, step), deliveryv1alpha1.VerdictPromoted, "promoted by a person (orderly canary promote)"))
+		record(st, obs, stepDecision(st, obs, weightOf(c, step), deliveryv1alpha1.VerdictPromoted, "promoted by a person (orderly canary promote)"))
 		r.events = append(r.events, event{reason: "StepPromoted", message: fmt.Sprintf("Step %d of revision %s promoted by a person", st.CurrentStep, st.Revision)})
-		advance(c, &st, &r, obs)
-		return r
+		advance(c, st, r, obs)
+		return deliveryv1alpha1.Step{}, false
 	}
 	if step.Pause {
 		r.desired.weight = weightBefore(c.Spec.Steps, int(st.CurrentStep))
@@ -337,33 +365,34 @@ func decide(c *deliveryv1alpha1.Canary, obs *observation, out *outcome) result {
 		}
 		st.Phase = deliveryv1alpha1.PhasePaused
 		r.reason, r.message = "PauseStep", fmt.Sprintf("step %d waits for `orderly canary promote %s`", st.CurrentStep, c.Name)
-		r.status = st
-		return r
+		return deliveryv1alpha1.Step{}, false
 	}
+	return step, true
+}
 
+// analyseStep decides for a weight step: its weight and window, whether its analysis
+// can run and is due, and then what the analysis's outcome means.
+func analyseStep(c *deliveryv1alpha1.Canary, st *deliveryv1alpha1.CanaryStatus, r *result, obs *observation, out *outcome, step deliveryv1alpha1.Step) {
 	weight := *step.Weight
 	r.desired.weight = weight
 	if obs.weight != weight || st.StepStartedAt == nil {
 		// The weight is written in this reconcile, before the status: the step's
 		// window starts now. (When the write fails, this status is not written.)
+		now := metav1.NewTime(obs.now)
 		st.StepStartedAt = &now
 	}
 	if !obs.queriesValid {
 		r.blocked = true
 		r.reason, r.message = "InvalidQuery", "the analysis waits for valid queries (see the QueriesValid condition)"
-		r.status = st
-		return r
+		return
 	}
 	if st.InconclusiveCount >= c.Spec.Analysis.MaxInconclusive {
 		st.Phase = deliveryv1alpha1.PhasePaused
 		r.reason, r.message = "Inconclusive", fmt.Sprintf("%d inconclusive analyses at step %d: run `orderly canary promote %s` to go on, or `orderly canary abort %s`",
 			st.InconclusiveCount, st.CurrentStep, c.Name, c.Name)
-		r.status = st
-		return r
+		return
 	}
-	c2 := c.DeepCopy()
-	c2.Status = st
-	next := nextAnalysis(c2)
+	next := nextAnalysisOf(c, st)
 	st.NextAnalysisAt = &metav1.Time{Time: next}
 	if obs.now.Before(next) || out == nil {
 		if st.Phase != deliveryv1alpha1.PhaseHolding {
@@ -371,54 +400,70 @@ func decide(c *deliveryv1alpha1.Canary, obs *observation, out *outcome) result {
 		}
 		r.reason, r.message = "Progressing", fmt.Sprintf("step %d at %d%%: analysis at %s", st.CurrentStep, weight, next.UTC().Format(time.RFC3339))
 		r.requeueAfter = max(next.Sub(obs.now), 0) + requeueSlack
-		r.status = st
-		return r
+		return
 	}
-
 	// The step's analysis ran.
 	if out.providerErr != nil {
-		if c.Spec.Analysis.OnProviderError == deliveryv1alpha1.ProviderErrorRollback {
-			rollback(&st, &r, obs, deliveryv1alpha1.VerdictProviderError, "Prometheus could not be queried and onProviderError is Rollback: "+out.providerErr.Error(), nil)
-			return r
-		}
-		if st.HoldingSince == nil {
-			st.HoldingSince = &now
-			r.events = append(r.events, event{warning: true, reason: "Holding", message: fmt.Sprintf("Prometheus cannot be queried; traffic stays at %d%% for up to %s: %v", weight, c.Spec.Analysis.MaxHold.Duration, out.providerErr)})
-		}
-		if held := obs.now.Sub(st.HoldingSince.Time); held >= c.Spec.Analysis.MaxHold.Duration {
-			rollback(&st, &r, obs, deliveryv1alpha1.VerdictHoldExpired, fmt.Sprintf("Prometheus could not be queried for %s (maxHold %s): %v", held.Round(time.Second), c.Spec.Analysis.MaxHold.Duration, out.providerErr), nil)
-			return r
-		}
-		st.Phase = deliveryv1alpha1.PhaseHolding
-		r.reason, r.message = "Holding", fmt.Sprintf("Prometheus cannot be queried since %s; traffic stays at %d%%: %v", st.HoldingSince.UTC().Format(time.RFC3339), weight, out.providerErr)
-		r.requeueAfter = holdRetry(c)
-		r.status = st
-		return r
+		holdOrRollBack(c, st, r, obs, weight, out.providerErr)
+		return
 	}
+	applyVerdict(c, st, r, obs, out, weight)
+}
+
+// holdOrRollBack decides what an analysis Prometheus could not answer means: a
+// rollback when onProviderError says so or the hold lasted maxHold, otherwise the
+// traffic holds where it is.
+func holdOrRollBack(c *deliveryv1alpha1.Canary, st *deliveryv1alpha1.CanaryStatus, r *result, obs *observation, weight int32, providerErr error) {
+	if c.Spec.Analysis.OnProviderError == deliveryv1alpha1.ProviderErrorRollback {
+		rollback(st, r, obs, deliveryv1alpha1.VerdictProviderError, "Prometheus could not be queried and onProviderError is Rollback: "+providerErr.Error(), nil)
+		return
+	}
+	if st.HoldingSince == nil {
+		now := metav1.NewTime(obs.now)
+		st.HoldingSince = &now
+		r.events = append(r.events, event{warning: true, reason: "Holding", message: fmt.Sprintf("Prometheus cannot be queried; traffic stays at %d%% for up to %s: %v", weight, c.Spec.Analysis.MaxHold.Duration, providerErr)})
+	}
+	if held := obs.now.Sub(st.HoldingSince.Time); held >= c.Spec.Analysis.MaxHold.Duration {
+		rollback(st, r, obs, deliveryv1alpha1.VerdictHoldExpired, fmt.Sprintf("Prometheus could not be queried for %s (maxHold %s): %v", held.Round(time.Second), c.Spec.Analysis.MaxHold.Duration, providerErr), nil)
+		return
+	}
+	st.Phase = deliveryv1alpha1.PhaseHolding
+	r.reason, r.message = "Holding", fmt.Sprintf("Prometheus cannot be queried since %s; traffic stays at %d%%: %v", st.HoldingSince.UTC().Format(time.RFC3339), weight, providerErr)
+	r.requeueAfter = holdRetry(c)
+}
+
+// applyVerdict decides what the step's verdict means: the next step, a rollback, or
+// one more analysis after an inconclusive one.
+func applyVerdict(c *deliveryv1alpha1.Canary, st *deliveryv1alpha1.CanaryStatus, r *result, obs *observation, out *outcome, weight int32) {
 	if st.HoldingSince != nil {
 		r.events = append(r.events, event{reason: "Resumed", message: fmt.Sprintf("Prometheus answers again after %s", obs.now.Sub(st.HoldingSince.Time).Round(time.Second))})
 	}
 	st.HoldingSince = nil
 	d := out.decision
-	record(&st, obs, *d)
+	record(st, obs, *d)
 	switch out.verdict {
 	case deliveryv1alpha1.VerdictPass:
 		r.events = append(r.events, event{reason: "StepPassed", message: fmt.Sprintf("Step %d at %d%% passed: %s", st.CurrentStep, weight, d.Reason)})
-		advance(c, &st, &r, obs)
+		advance(c, st, r, obs)
 	case deliveryv1alpha1.VerdictFail:
-		rollback(&st, &r, obs, deliveryv1alpha1.VerdictFail, d.Reason, d)
+		rollback(st, r, obs, deliveryv1alpha1.VerdictFail, d.Reason, d)
 	default:
 		st.InconclusiveCount++
 		st.Phase = deliveryv1alpha1.PhaseProgressing
-		c2.Status = st
-		next := nextAnalysis(c2)
+		next := nextAnalysisOf(c, st)
 		st.NextAnalysisAt = &metav1.Time{Time: next}
 		r.events = append(r.events, event{warning: true, reason: "Inconclusive", message: fmt.Sprintf("Step %d at %d%% inconclusive (%d of %d): %s", st.CurrentStep, weight, st.InconclusiveCount, c.Spec.Analysis.MaxInconclusive, d.Reason)})
 		r.reason, r.message = "Inconclusive", d.Reason
 		r.requeueAfter = max(next.Sub(obs.now), 0) + requeueSlack
-		r.status = st
 	}
-	return r
+}
+
+// nextAnalysisOf is nextAnalysis for c with the status st that this reconcile is
+// deciding.
+func nextAnalysisOf(c *deliveryv1alpha1.Canary, st *deliveryv1alpha1.CanaryStatus) time.Time {
+	c2 := c.DeepCopy()
+	c2.Status = *st
+	return nextAnalysis(c2)
 }
 
 // requeueSlack is added to a timed requeue, so that a timer that fires a little early
