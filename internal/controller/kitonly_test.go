@@ -54,7 +54,6 @@ var kitExceptions = map[string]string{
 	"policy/imagescan/controller.go (*Scanner).pendingFailed status-write":   "ImageScan not yet on the kit (issue 38)",
 	"policy/imagescan/controller.go (*Scanner).resolve status-write":         "ImageScan not yet on the kit (issue 38)",
 	"policy/imagescan/controller.go (*Scanner).scan status-write":            "ImageScan not yet on the kit (issue 38)",
-	"delivery/canary/plan.go decide complexity":                              "not yet split into named phases (issue 38)",
 	"power/sleepschedule/status.go computeStatus complexity":                 "not yet split into named phases (issue 38)",
 }
 
