@@ -49,11 +49,6 @@ var kitExceptions = map[string]string{
 	"policy/imagescan/controller.go (*Scanner).Start sleep":                  "ImageScan is a runnable, not yet a reconciler on the kit (issue 38)",
 	"fleet/placement/health.go (*HealthReconciler).writeProbe condition":     "conditions of a ClusterProfile (not Orderly's kind), stamped with the injected clock",
 	"fleet/placement/health.go (*HealthReconciler).writeWatched condition":   "conditions of a ClusterProfile (not Orderly's kind), stamped with the injected clock",
-	"policy/imagescan/controller.go (*Scanner).create status-write":          "ImageScan not yet on the kit (issue 38)",
-	"policy/imagescan/controller.go (*Scanner).observe status-write":         "ImageScan not yet on the kit (issue 38)",
-	"policy/imagescan/controller.go (*Scanner).pendingFailed status-write":   "ImageScan not yet on the kit (issue 38)",
-	"policy/imagescan/controller.go (*Scanner).resolve status-write":         "ImageScan not yet on the kit (issue 38)",
-	"policy/imagescan/controller.go (*Scanner).scan status-write":            "ImageScan not yet on the kit (issue 38)",
 	"power/sleepschedule/status.go computeStatus complexity":                 "not yet split into named phases (issue 38)",
 }
 

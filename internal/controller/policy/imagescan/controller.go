@@ -115,6 +115,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 }
 
 // Scanner is the controller. It runs on the leader only.
+//
+// It is a runnable (added with mgr.Add), not a reconciler: its unit of work is an
+// image (a tag to resolve, a digest to scan) found by an inventory of all running
+// pods at once, not the change of one object; the ImageScans it creates and deletes
+// are its output, not its input; and a scan, which can take minutes, runs on the
+// scanner's own bounded pool of workers so that no reconcile waits on a registry.
+// Its status writes go through the kit all the same (kit.PatchStatus, under the
+// optimistic lock, and kit.Conditions): see patchStatus.
 type Scanner struct {
 	Client    client.Client
 	APIReader client.Reader
@@ -529,13 +537,34 @@ func (s *Scanner) create(ctx context.Context, repository, digest string, tags []
 		}
 		return fmt.Errorf("creating ImageScan %s: %w", sc.Name, err)
 	}
-	base := sc.DeepCopy()
-	sc.Status.Tags = kit.Bounded(tags, policyv1alpha1.MaxImageScanTags)
-	if u != nil {
-		setUse(&sc.Status, u, now)
-	}
-	kit.ConditionsOf(&sc.Status.Conditions, 0).Unknown(policyv1alpha1.ImageScanConditionScanned, policyv1alpha1.ImageScanReasonPending, "Queued for scanning")
-	if err := s.Client.Status().Patch(ctx, sc, client.MergeFrom(base)); err != nil {
+	return s.patchStatus(ctx, sc, func(latest *policyv1alpha1.ImageScan) {
+		st := &latest.Status
+		// The new ImageScan's status is empty, unless another worker wrote it since
+		// (then it is read again): its tags and its scan stay.
+		merged := slices.Clone(tags)
+		for _, t := range st.Tags {
+			if !slices.Contains(merged, t) {
+				merged = append(merged, t)
+			}
+		}
+		st.Tags = kit.Bounded(merged, policyv1alpha1.MaxImageScanTags)
+		if u != nil {
+			setUse(st, u, now)
+		}
+		if meta.FindStatusCondition(st.Conditions, policyv1alpha1.ImageScanConditionScanned) == nil {
+			kit.ConditionsOf(&st.Conditions, 0).Unknown(policyv1alpha1.ImageScanConditionScanned, policyv1alpha1.ImageScanReasonPending, "Queued for scanning")
+		}
+	})
+}
+
+// patchStatus writes the status that set computes on sc with kit.PatchStatus: a
+// merge patch under the optimistic lock, so that a status computed from a copy the
+// cache held, or read before a scan of several minutes, never overwrites what
+// another worker wrote since. After a conflict set runs again on the version read
+// from the API server: it works from the ImageScan it is given. A gone ImageScan is
+// no error.
+func (s *Scanner) patchStatus(ctx context.Context, sc *policyv1alpha1.ImageScan, set func(*policyv1alpha1.ImageScan)) error {
+	if err := kit.PatchStatus(ctx, s.Client, s.APIReader, sc, set); err != nil {
 		return fmt.Errorf("writing the status of ImageScan %s: %w", sc.Name, err)
 	}
 	return nil
@@ -573,32 +602,30 @@ func compare(a, b string) int {
 // last in use. lastSeenInUse is written only when something else changes or it is
 // older than a tenth of the retention, so a steady cluster causes few writes.
 func (s *Scanner) observe(ctx context.Context, sc *policyv1alpha1.ImageScan, u *use, now time.Time) error {
-	base := sc.DeepCopy()
+	return s.patchStatus(ctx, sc, func(latest *policyv1alpha1.ImageScan) { s.observed(latest, u, now) })
+}
+
+// observed sets in sc's status what observe writes, or leaves it as it is when only
+// a recent lastSeenInUse would change.
+func (s *Scanner) observed(sc *policyv1alpha1.ImageScan, u *use, now time.Time) {
 	st := &sc.Status
 	if u == nil {
-		if st.UsedByCount == 0 && len(st.UsedBy) == 0 {
-			return nil
-		}
 		st.UsedBy, st.UsedByCount = nil, 0
-	} else {
-		tags := slices.Clone(u.tags)
-		for _, t := range st.Tags {
-			if !slices.Contains(tags, t) && !s.movedAway(sc, t) {
-				tags = append(tags, t)
-			}
-		}
-		st.Tags = kit.Bounded(tags, policyv1alpha1.MaxImageScanTags)
-		last := st.LastSeenInUse
-		setUse(st, u, now)
-		sameUse := slices.Equal(st.UsedBy, base.Status.UsedBy) && st.UsedByCount == base.Status.UsedByCount && slices.Equal(st.Tags, base.Status.Tags)
-		if sameUse && last != nil && now.Sub(last.Time) < s.Retention/10 {
-			return nil
+		return
+	}
+	before := st.DeepCopy()
+	tags := slices.Clone(u.tags)
+	for _, t := range st.Tags {
+		if !slices.Contains(tags, t) && !s.movedAway(sc, t) {
+			tags = append(tags, t)
 		}
 	}
-	if err := s.Client.Status().Patch(ctx, sc, client.MergeFrom(base)); err != nil {
-		return client.IgnoreNotFound(err)
+	st.Tags = kit.Bounded(tags, policyv1alpha1.MaxImageScanTags)
+	setUse(st, u, now)
+	sameUse := slices.Equal(st.UsedBy, before.UsedBy) && st.UsedByCount == before.UsedByCount && slices.Equal(st.Tags, before.Tags)
+	if sameUse && before.LastSeenInUse != nil && now.Sub(before.LastSeenInUse.Time) < s.Retention/10 {
+		*st = *before
 	}
-	return nil
 }
 
 // movedAway says whether tag t of sc's repository now resolves to another digest.
@@ -668,9 +695,12 @@ func (s *Scanner) resolve(ctx context.Context, j job) error {
 	case err != nil:
 		return err
 	case !slices.Contains(sc.Status.Tags, j.tag):
-		base := sc.DeepCopy()
-		sc.Status.Tags = kit.Bounded(append([]string{j.tag}, sc.Status.Tags...), policyv1alpha1.MaxImageScanTags)
-		if err := s.Client.Status().Patch(ctx, &sc, client.MergeFrom(base)); err != nil {
+		err := s.patchStatus(ctx, &sc, func(latest *policyv1alpha1.ImageScan) {
+			if !slices.Contains(latest.Status.Tags, j.tag) {
+				latest.Status.Tags = kit.Bounded(append([]string{j.tag}, latest.Status.Tags...), policyv1alpha1.MaxImageScanTags)
+			}
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -693,9 +723,8 @@ func (s *Scanner) pendingFailed(ctx context.Context, j job, reason string, cause
 	if err := s.Client.Get(ctx, client.ObjectKey{Name: PendingName(j.repository, j.tag)}, &sc); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	base := sc.DeepCopy()
-	setError(&sc.Status, reason, cause, s.Clock.Now())
-	return client.IgnoreNotFound(s.Client.Status().Patch(ctx, &sc, client.MergeFrom(base)))
+	now := s.Clock.Now()
+	return s.patchStatus(ctx, &sc, func(latest *policyv1alpha1.ImageScan) { setError(&latest.Status, reason, cause, now) })
 }
 
 func setError(st *policyv1alpha1.ImageScanStatus, reason string, cause error, now time.Time) {
@@ -709,7 +738,6 @@ func (s *Scanner) scan(ctx context.Context, j job) error {
 	if err := s.Client.Get(ctx, client.ObjectKey{Name: ScanName(j.repository, j.digest)}, &sc); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	base := sc.DeepCopy()
 	start := time.Now()
 	var res *Result
 	err := s.withCredentials(ctx, j.repository, j.secrets, func(kc authn.Keychain) error {
@@ -720,19 +748,19 @@ func (s *Scanner) scan(ctx context.Context, j job) error {
 		return err
 	})
 	now := s.Clock.Now()
+	var record func(*policyv1alpha1.ImageScanStatus)
 	if err != nil {
 		reason := s.reason(err)
 		scans.WithLabelValues(reason).Inc()
-		setError(&sc.Status, reason, err, now)
+		record = func(st *policyv1alpha1.ImageScanStatus) { setError(st, reason, err, now) }
 	} else {
 		scans.WithLabelValues("Succeeded").Inc()
 		scanDuration.Observe(time.Since(start).Seconds())
-		ApplyResult(&sc.Status, res, s.Engine.Scanner(), now)
+		scanner := s.Engine.Scanner()
+		record = func(st *policyv1alpha1.ImageScanStatus) { ApplyResult(st, res, scanner, now) }
 	}
-	if err := s.Client.Status().Patch(ctx, &sc, client.MergeFrom(base)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	return nil
+	// The scan took a while: what the inventory wrote meanwhile is read again.
+	return s.patchStatus(ctx, &sc, func(latest *policyv1alpha1.ImageScan) { record(&latest.Status) })
 }
 
 // ApplyResult writes a scan's result into status: counts of every finding, the 20

@@ -1,8 +1,10 @@
 package imagescan
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/scheme"
 )
 
 func TestApplyResultIsBoundedSortedAndNamesCVEs(t *testing.T) {
@@ -116,5 +121,77 @@ func TestPullSecretReferences(t *testing.T) {
 	}
 	if len(refs) != 2 {
 		t.Fatalf("admittedWith changed its argument: %v", refs)
+	}
+}
+
+func TestObservedWritesLastSeenInUseOnlyWhenDue(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	web := policyv1alpha1.ImageWorkload{Namespace: "team-a", Kind: "ReplicaSet", Name: "web"}
+	api := policyv1alpha1.ImageWorkload{Namespace: "team-a", Kind: "ReplicaSet", Name: "api"}
+	inUse := func(ws ...policyv1alpha1.ImageWorkload) *use {
+		u := &use{tags: []string{"v1"}, workloads: map[policyv1alpha1.ImageWorkload]bool{}, pods: len(ws)}
+		for _, w := range ws {
+			u.workloads[w] = true
+		}
+		return u
+	}
+	seen := policyv1alpha1.ImageScanStatus{Tags: []string{"v1"}, UsedBy: []policyv1alpha1.ImageWorkload{web}, UsedByCount: 1, LastSeenInUse: &metav1.Time{Time: t0}}
+	tests := []struct {
+		name          string
+		u             *use
+		later         time.Duration
+		wantLastSeen  time.Time
+		wantUsedCount int32
+	}{
+		{"the same use soon after", inUse(web), time.Hour, t0, 1},
+		{"the same use a tenth of the retention later", inUse(web), 24 * time.Hour, t0.Add(24 * time.Hour), 1},
+		{"another workload soon after", inUse(web, api), time.Hour, t0.Add(time.Hour), 2},
+		{"no longer in use", nil, time.Hour, t0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Scanner{Retention: 10 * 24 * time.Hour}
+			sc := &policyv1alpha1.ImageScan{Status: *seen.DeepCopy()}
+			s.observed(sc, tt.u, t0.Add(tt.later))
+			if got := sc.Status.LastSeenInUse.Time; !got.Equal(tt.wantLastSeen) {
+				t.Errorf("lastSeenInUse %v, want %v", got, tt.wantLastSeen)
+			}
+			if sc.Status.UsedByCount != tt.wantUsedCount || len(sc.Status.UsedBy) != int(tt.wantUsedCount) {
+				t.Errorf("usedBy %v (%d), want %d", sc.Status.UsedBy, sc.Status.UsedByCount, tt.wantUsedCount)
+			}
+		})
+	}
+}
+
+// TestObserveFromAStaleCopyKeepsWhatWasWrittenSince: the inventory works from the
+// cache; when it is behind (a resolve just added a tag), the status write loses the
+// optimistic lock and is computed again on the latest version, which keeps the tag
+// (a merge patch from the stale copy replaced the list of tags, losing it).
+func TestObserveFromAStaleCopyKeepsWhatWasWrittenSince(t *testing.T) {
+	ctx := context.Background()
+	sc := &policyv1alpha1.ImageScan{ObjectMeta: metav1.ObjectMeta{Name: "app", Generation: 1},
+		Spec: policyv1alpha1.ImageScanSpec{Repository: "registry.example.com/app", Digest: "sha256:" + strings.Repeat("ab", 32)}}
+	sc.Status.Tags = []string{"v1"}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(sc).WithStatusSubresource(sc).Build()
+	var stale policyv1alpha1.ImageScan
+	if err := c.Get(ctx, client.ObjectKeyFromObject(sc), &stale); err != nil {
+		t.Fatal(err)
+	}
+	latest := stale.DeepCopy()
+	latest.Status.Tags = []string{"stable", "v1"}
+	if err := c.Status().Update(ctx, latest); err != nil {
+		t.Fatal(err)
+	}
+	s := &Scanner{Client: c, APIReader: c, Retention: time.Hour}
+	u := &use{tags: []string{"v1", "v2"}, workloads: map[policyv1alpha1.ImageWorkload]bool{{Namespace: "team-a", Kind: "Pod", Name: "web"}: true}, pods: 1}
+	if err := s.observe(ctx, &stale, u, time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatalf("observe from a stale copy: %v", err)
+	}
+	var after policyv1alpha1.ImageScan
+	if err := c.Get(ctx, client.ObjectKeyFromObject(sc), &after); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(after.Status.Tags, "stable") || !slices.Contains(after.Status.Tags, "v2") || after.Status.UsedByCount != 1 {
+		t.Errorf("status after observe: tags %v, usedByCount %d; want the tag written since kept and the use written", after.Status.Tags, after.Status.UsedByCount)
 	}
 }
