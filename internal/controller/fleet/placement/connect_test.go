@@ -63,9 +63,9 @@ func TestProfilesOfOneNameAreDifferentMembers(t *testing.T) {
 		kubeconfigSecret(t, "elsewhere", "own-eu1", "elsewhere/eu1"),
 		profileNaming("fleet", "eu1", "kubeconfig-eu1"),
 	).WithStatusSubresource(&clusterinventoryv1alpha1.ClusterProfile{}).Build()
-	reg := newRegistry(ctx, clocktesting.NewFakePassiveClock(time.Now()), nil)
+	reg := newRegistry(ctx, clocktesting.NewFakePassiveClock(time.Now()), defaultTimings(), nil)
 	defer reg.remove(member)
-	r := &HealthReconciler{Client: c, APIReader: c, Clock: clocktesting.NewFakePassiveClock(time.Now()), Namespace: managerNS, members: reg}
+	r := &HealthReconciler{Client: c, APIReader: c, Clock: clocktesting.NewFakePassiveClock(time.Now()), Namespace: managerNS, members: reg, timings: defaultTimings()}
 
 	connected, err := r.connect(ctx, profileNaming("fleet", "eu1", "kubeconfig-eu1"), "kubeconfig-eu1")
 	if err != nil || connected.key != member || reg.get(member) != connected {

@@ -39,11 +39,6 @@ import (
 // Name is the controller's name for --controllers.
 const Name = "placement"
 
-// MaxRequeue is the longest a policy waiting for a time (unhealthyFor, a return
-// step) waits before it looks again; a variable so that tests with a fake clock
-// shorten it.
-var MaxRequeue = time.Minute
-
 // finalizer holds a PlacementPolicy until its copies are removed from the members.
 const finalizer = "fleet.orderly.dev/placement"
 
@@ -66,6 +61,44 @@ var Controller = kit.Controller{Name: Name, Cache: Cache, Setup: Setup, Workers:
 // by their own queues).
 const Workers = 16
 
+// timings are the controller's intervals and timeouts. They reach the reconcilers
+// and the members' syncers through the registration: Setup uses defaultTimings,
+// and the integration tests register the controller with shorter ones.
+type timings struct {
+	// MaxRequeue is the longest a policy waiting for a time (unhealthyFor, a return
+	// step) waits before it looks again.
+	MaxRequeue time.Duration
+	// RequestTimeout bounds every request to a member.
+	RequestTimeout time.Duration
+	// SyncTimeout bounds one policy's sync on one member.
+	SyncTimeout time.Duration
+	// Resync is how often each policy's objects are applied to each member again
+	// (jittered up to half as much again): a safety net, since the member's copies
+	// are watched (watch.go).
+	Resync time.Duration
+	// FallbackResync replaces Resync on a member that refuses the watches (403):
+	// there it is the only way drift and readiness are noticed.
+	FallbackResync time.Duration
+	// ProbeInterval is how often each member's /readyz is probed.
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds one probe: a member slower than this counts as unhealthy
+	// for that probe (failover waits failover.unhealthyFor on top).
+	ProbeTimeout time.Duration
+}
+
+// defaultTimings are the timings the manager runs with.
+func defaultTimings() timings {
+	return timings{
+		MaxRequeue:     time.Minute,
+		RequestTimeout: 10 * time.Second,
+		SyncTimeout:    30 * time.Second,
+		Resync:         5 * time.Minute,
+		FallbackResync: 30 * time.Second,
+		ProbeInterval:  10 * time.Second,
+		ProbeTimeout:   5 * time.Second,
+	}
+}
+
 // Reconciler reconciles PlacementPolicies.
 type Reconciler struct {
 	client.Client
@@ -75,10 +108,16 @@ type Reconciler struct {
 	// Namespace is the manager's: nothing is placed from it.
 	Namespace string
 	members   *registry
+	timings   timings
 }
 
 // Setup builds the health prober and the placement reconciler and registers them.
 func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+	return setup(ctx, mgr, deps, defaultTimings())
+}
+
+// setup is Setup with the given timings.
+func setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps, t timings) error {
 	events := make(chan event.GenericEvent, 4096)
 	notify := func(key types.NamespacedName) {
 		pp := &fleetv1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
@@ -97,12 +136,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
 		return fmt.Errorf("looking up ClusterProfiles: %w", err)
 	}
 	clk := deps.ClockOrReal()
-	reg := newRegistry(ctx, clk, notify)
-	h := &HealthReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: clk, Namespace: deps.Namespace, members: reg}
+	reg := newRegistry(ctx, clk, t, notify)
+	h := &HealthReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: clk, Namespace: deps.Namespace, members: reg, timings: t}
 	if err := h.SetupWithManager(mgr, deps.Options); err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-placement"), Clock: clk, Namespace: deps.Namespace, members: reg}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: kit.EventsFor(mgr, "orderly-placement"), Clock: clk, Namespace: deps.Namespace, members: reg, timings: t}
 	return r.SetupWithManager(ctx, mgr, deps.Options, events)
 }
 
@@ -210,7 +249,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	res := ctrl.Result{}
 	if !wake.IsZero() {
-		res.RequeueAfter = min(max(wake.Sub(r.Clock.Now()), time.Second), MaxRequeue)
+		res.RequeueAfter = min(max(wake.Sub(r.Clock.Now()), time.Second), r.timings.MaxRequeue)
 	}
 	return res, nil
 }

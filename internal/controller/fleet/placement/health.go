@@ -30,15 +30,6 @@ import (
 	"orderly.dev/orderly/internal/scheme"
 )
 
-// Health probing; variables so that tests shorten them.
-var (
-	// ProbeInterval is how often each member's /readyz is probed.
-	ProbeInterval = 10 * time.Second
-	// ProbeTimeout bounds one probe: a member slower than this counts as unhealthy
-	// for that probe (failover waits failover.unhealthyFor on top).
-	ProbeTimeout = 5 * time.Second
-)
-
 // Condition reasons the prober writes on ClusterProfiles.
 const (
 	ReasonReadyzOK      = "ReadyzOK"
@@ -65,6 +56,7 @@ type HealthReconciler struct {
 	// Namespace is the manager's: the kubeconfig Secrets live there.
 	Namespace string
 	members   *registry
+	timings   timings
 }
 
 // SetupWithManager registers the prober. Only spec, label and annotation changes
@@ -103,19 +95,19 @@ func (r *HealthReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		r.members.remove(key)
 		clusterHealthy.WithLabelValues(memberSeries.Values(key)...).Set(0)
-		return ctrl.Result{RequeueAfter: ProbeInterval}, r.writeProbe(ctx, &cp, metav1.ConditionFalse, ReasonNoCredentials, err.Error())
+		return ctrl.Result{RequeueAfter: r.timings.ProbeInterval}, r.writeProbe(ctx, &cp, metav1.ConditionFalse, ReasonNoCredentials, err.Error())
 	}
 	status, reason, msg := metav1.ConditionTrue, ReasonReadyzOK, "The API server's /readyz answered ok."
-	if err := probe(ctx, m.cfg); err != nil {
+	if err := probe(ctx, m.cfg, r.timings.ProbeTimeout); err != nil {
 		status, reason, msg = metav1.ConditionFalse, ReasonReadyzFailed, err.Error()
 		clusterHealthy.WithLabelValues(memberSeries.Values(key)...).Set(0)
 	} else {
 		clusterHealthy.WithLabelValues(memberSeries.Values(key)...).Set(1)
 	}
 	if err := r.writeProbe(ctx, &cp, status, reason, msg); err != nil || status != metav1.ConditionTrue {
-		return ctrl.Result{RequeueAfter: ProbeInterval}, err
+		return ctrl.Result{RequeueAfter: r.timings.ProbeInterval}, err
 	}
-	return ctrl.Result{RequeueAfter: ProbeInterval}, r.writeWatched(ctx, &cp, m)
+	return ctrl.Result{RequeueAfter: r.timings.ProbeInterval}, r.writeWatched(ctx, &cp, m)
 }
 
 // writeWatched reports on the profile whether the member's copies are watched,
@@ -127,7 +119,7 @@ func (r *HealthReconciler) writeWatched(ctx context.Context, cp *clusterinventor
 	case len(refused) > 0:
 		status, reason = metav1.ConditionFalse, ReasonWatchRefused
 		msg = fmt.Sprintf("The cluster refuses the kubeconfig's identity list or watch on %s (403): changes there are noticed by the resync every %s instead of at once. Grant it list and watch on the placed kinds in the admitted namespaces.",
-			strings.Join(refused, ", "), FallbackResync)
+			strings.Join(refused, ", "), r.timings.FallbackResync)
 	case !synced:
 		return nil
 	}
@@ -162,7 +154,7 @@ func (r *HealthReconciler) connect(ctx context.Context, cp *clusterinventoryv1al
 		return nil, fmt.Errorf("the Secret %s/%s does not serve this cluster: its annotation %s must be %q", r.Namespace, secretName, fleetv1alpha1.ClusterProfileAnnotation, want)
 	}
 	raw := s.Data[fleetv1alpha1.KubeconfigKey]
-	cfg, err := restConfigFrom(raw)
+	cfg, err := restConfigFrom(raw, r.timings.RequestTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("the Secret %s/%s: %w", r.Namespace, secretName, err)
 	}
@@ -180,7 +172,7 @@ func (r *HealthReconciler) connect(ctx context.Context, cp *clusterinventoryv1al
 
 // restConfigFrom parses a kubeconfig for a member. Exec plugins and auth providers
 // are refused: a Secret must not make the manager run programs.
-func restConfigFrom(raw []byte) (*rest.Config, error) {
+func restConfigFrom(raw []byte, requestTimeout time.Duration) (*rest.Config, error) {
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("no %q key", fleetv1alpha1.KubeconfigKey)
 	}
@@ -202,25 +194,25 @@ func restConfigFrom(raw []byte) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not a usable kubeconfig: %w", err)
 	}
-	cfg.Timeout = RequestTimeout
+	cfg.Timeout = requestTimeout
 	cfg.QPS, cfg.Burst = 200, 400
 	return cfg, nil
 }
 
-// probe asks the member's API server for /readyz within ProbeTimeout.
-func probe(ctx context.Context, cfg *rest.Config) error {
+// probe asks the member's API server for /readyz within timeout.
+func probe(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
 	c := rest.CopyConfig(cfg)
-	c.Timeout = ProbeTimeout
+	c.Timeout = timeout
 	rc, err := rest.UnversionedRESTClientFor(withCodec(c))
 	if err != nil {
 		return err
 	}
-	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	body, err := rc.Get().AbsPath("/readyz").DoRaw(pctx)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("/readyz did not answer within %s", ProbeTimeout)
+			return fmt.Errorf("/readyz did not answer within %s", timeout)
 		}
 		return fmt.Errorf("/readyz: %s", kit.Truncate(err.Error(), 300))
 	}

@@ -23,7 +23,7 @@ func FuzzRestConfigFrom(f *testing.F) {
 		f.Add([]byte(strings.Replace(strings.Replace(base, "%s", s[0], 1), "%s", s[1], 1)))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		cfg, err := restConfigFrom(raw)
+		cfg, err := restConfigFrom(raw, defaultTimings().RequestTimeout)
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("a refusal without a message")
@@ -34,7 +34,7 @@ func FuzzRestConfigFrom(f *testing.F) {
 			cfg.CAFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" {
 			t.Fatalf("an accepted kubeconfig runs a plugin or reads a file: %+v", cfg)
 		}
-		if cfg.Timeout != RequestTimeout {
+		if cfg.Timeout != defaultTimings().RequestTimeout {
 			t.Fatalf("timeout %s", cfg.Timeout)
 		}
 	})

@@ -32,21 +32,6 @@ import (
 	"orderly.dev/orderly/internal/labels"
 )
 
-// Timeouts and intervals of the work on members; variables so that tests shorten them.
-var (
-	// RequestTimeout bounds every request to a member.
-	RequestTimeout = 10 * time.Second
-	// SyncTimeout bounds one policy's sync on one member.
-	SyncTimeout = 30 * time.Second
-	// Resync is how often each policy's objects are applied to each member again
-	// (jittered up to half as much again): a safety net, since the member's copies
-	// are watched (watch.go).
-	Resync = 5 * time.Minute
-	// FallbackResync replaces Resync on a member that refuses the watches (403):
-	// there it is the only way drift and readiness are noticed.
-	FallbackResync = 30 * time.Second
-)
-
 // MemberWorkers is how many of a member's policies are synced at once.
 const MemberWorkers = 4
 
@@ -100,6 +85,7 @@ type memberSyncer struct {
 	client  client.Client
 	cfg     *rest.Config
 	clock   clock.PassiveClock
+	timings timings
 	notify  func(types.NamespacedName)
 	// queue serves what changed (a plan, a copy on the member) ahead of resyncs.
 	queue     priorityqueue.PriorityQueue[types.NamespacedName]
@@ -127,9 +113,9 @@ type memberSyncer struct {
 	refusalLogged map[string]bool
 }
 
-func newMemberSyncer(key types.NamespacedName, hash string, cfg *rest.Config, c client.Client, clk clock.PassiveClock, notify func(types.NamespacedName)) *memberSyncer {
+func newMemberSyncer(key types.NamespacedName, hash string, cfg *rest.Config, c client.Client, clk clock.PassiveClock, t timings, notify func(types.NamespacedName)) *memberSyncer {
 	return &memberSyncer{
-		key: key, hash: hash, cfg: cfg, client: c, clock: clk, notify: notify,
+		key: key, hash: hash, cfg: cfg, client: c, clock: clk, timings: t, notify: notify,
 		queue: priorityqueue.New("placement-"+key.String(), func(o *priorityqueue.Opts[types.NamespacedName]) {
 			o.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, 30*time.Second)
 		}),
@@ -213,7 +199,7 @@ func (m *memberSyncer) next(ctx context.Context) bool {
 		return true
 	}
 	began := time.Now()
-	sctx, cancel := context.WithTimeout(ctx, SyncTimeout)
+	sctx, cancel := context.WithTimeout(ctx, m.timings.SyncTimeout)
 	r, planHash, err := m.sync(sctx, key, p)
 	cancel()
 	syncSeconds.WithLabelValues(memberSeries.Values(m.key)...).Observe(time.Since(began).Seconds())
@@ -415,16 +401,17 @@ func (m *memberSyncer) admits(ns string) bool {
 // by the profile's namespace and name: a profile named like another in a different
 // namespace never reaches, replaces or removes the other's connection.
 type registry struct {
-	ctx    context.Context
-	clock  clock.PassiveClock
-	notify func(types.NamespacedName)
+	ctx     context.Context
+	clock   clock.PassiveClock
+	timings timings
+	notify  func(types.NamespacedName)
 
 	mu      sync.Mutex
 	members map[types.NamespacedName]*memberSyncer
 }
 
-func newRegistry(ctx context.Context, clk clock.PassiveClock, notify func(types.NamespacedName)) *registry {
-	return &registry{ctx: ctx, clock: clk, notify: notify, members: map[types.NamespacedName]*memberSyncer{}}
+func newRegistry(ctx context.Context, clk clock.PassiveClock, t timings, notify func(types.NamespacedName)) *registry {
+	return &registry{ctx: ctx, clock: clk, timings: t, notify: notify, members: map[types.NamespacedName]*memberSyncer{}}
 }
 
 // ensure returns the member's syncer, made anew when its credentials changed.
@@ -438,7 +425,7 @@ func (g *registry) ensure(key types.NamespacedName, hash string, allowed []strin
 	if err != nil {
 		return nil, err
 	}
-	m := newMemberSyncer(key, hash, cfg, c, g.clock, g.notify)
+	m := newMemberSyncer(key, hash, cfg, c, g.clock, g.timings, g.notify)
 	m.allowed = allowed
 	if old, ok := g.members[key]; ok {
 		old.stop()

@@ -131,7 +131,7 @@ current-context: x
 		t.Run(tt.name, func(t *testing.T) {
 			raw := []byte(strings.NewReplacer("%s\nusers", tt.cluster+"\nusers").Replace(base))
 			raw = []byte(strings.Replace(string(raw), "%s", tt.user, 1))
-			_, err := restConfigFrom(raw)
+			_, err := restConfigFrom(raw, defaultTimings().RequestTimeout)
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)

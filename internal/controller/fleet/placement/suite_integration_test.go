@@ -25,6 +25,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -61,11 +62,21 @@ type testMember struct {
 	proxy  *proxy
 }
 
-func TestMain(m *testing.M) {
-	ProbeInterval, ProbeTimeout, RequestTimeout, SyncTimeout, MaxRequeue = 300*time.Millisecond, time.Second, 2*time.Second, 5*time.Second, time.Second
+// withTestTimings is the controller with short probes, timeouts and requeues.
+func withTestTimings() kit.Controller {
+	t := defaultTimings()
+	t.ProbeInterval, t.ProbeTimeout, t.RequestTimeout, t.SyncTimeout, t.MaxRequeue = 300*time.Millisecond, time.Second, 2*time.Second, 5*time.Second, time.Second
 	// Far beyond the tests' timeout: what a member changes reaches Orderly through
 	// the watches, or, where they are refused (rb1), through the short resync.
-	Resync, FallbackResync = 10*time.Minute, 2*time.Second
+	t.Resync, t.FallbackResync = 10*time.Minute, 2*time.Second
+	c := Controller
+	c.Setup = func(ctx context.Context, mgr ctrl.Manager, deps kit.Deps) error {
+		return setup(ctx, mgr, deps, t)
+	}
+	return c
+}
+
+func TestMain(m *testing.M) {
 	testenv.Main(m, func(e *testenv.Env) (func(), error) {
 		hub, k = e, e.Client
 		var stops []func()
@@ -124,7 +135,7 @@ func TestMain(m *testing.M) {
 			fleetv1alpha1.HealthSourceAnnotation, fleetv1alpha1.HealthSourceFleetManager); err != nil {
 			return teardown, err
 		}
-		stop, err := e.StartManager(kit.Deps{Clock: fakeClock, Namespace: managerNamespace}, []kit.Controller{Controller})
+		stop, err := e.StartManager(kit.Deps{Clock: fakeClock, Namespace: managerNamespace}, []kit.Controller{withTestTimings()})
 		if err != nil {
 			return teardown, err
 		}

@@ -172,7 +172,7 @@ func (m *memberSyncer) watchFailed(ctx context.Context, r *toolscache.Reflector,
 	m.refusalLogged[resource] = true
 	m.watchMu.Unlock()
 	if first {
-		logf.FromContext(ctx).Info("A member refuses to let Orderly watch its copies there: changes on it are noticed by the resync every "+FallbackResync.String()+"; grant the kubeconfig's identity list and watch on the placed kinds",
+		logf.FromContext(ctx).Info("A member refuses to let Orderly watch its copies there: changes on it are noticed by the resync every "+m.timings.FallbackResync.String()+"; grant the kubeconfig's identity list and watch on the placed kinds",
 			"member", m.key.String(), "resource", resource)
 	}
 	if !wasFallback {
@@ -181,7 +181,7 @@ func (m *memberSyncer) watchFailed(ctx context.Context, r *toolscache.Reflector,
 		keys := slices.Collect(maps.Keys(m.plans))
 		m.mu.Unlock()
 		for _, k := range keys {
-			m.queue.AddWithOpts(priorityqueue.AddOpts{After: FallbackResync, Priority: ptr.To(resyncPriority)}, k)
+			m.queue.AddWithOpts(priorityqueue.AddOpts{After: m.timings.FallbackResync, Priority: ptr.To(resyncPriority)}, k)
 		}
 	}
 }
@@ -213,9 +213,9 @@ func (m *memberSyncer) resyncAfter() time.Duration {
 	fallback := m.fallbackLocked(m.clock.Now())
 	m.watchMu.Unlock()
 	if fallback {
-		return FallbackResync
+		return m.timings.FallbackResync
 	}
-	return wait.Jitter(Resync, 0.5)
+	return wait.Jitter(m.timings.Resync, 0.5)
 }
 
 // watchState says whether the member's copies are watched: refused names the

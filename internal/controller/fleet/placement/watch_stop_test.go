@@ -25,7 +25,7 @@ func TestStopEndsTheWatches(t *testing.T) {
 	before := runtime.NumGoroutine()
 	cfg := &rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}
 	gone := types.NamespacedName{Namespace: "fleet", Name: "gone"}
-	g := newRegistry(context.Background(), clocktesting.NewFakePassiveClock(time.Now()), nil)
+	g := newRegistry(context.Background(), clocktesting.NewFakePassiveClock(time.Now()), defaultTimings(), nil)
 	if _, err := g.ensure(gone, "h", []string{"*"}, cfg, func(cfg *rest.Config) (client.Client, error) {
 		return client.New(cfg, client.Options{Scheme: scheme.New()})
 	}); err != nil {

@@ -114,7 +114,7 @@ func TestSlimCopy(t *testing.T) {
 
 // watchedSyncer is a member syncer holding one policy's plan for the Deployment web.
 func watchedSyncer() (*memberSyncer, types.NamespacedName) {
-	m := newMemberSyncer(types.NamespacedName{Namespace: "fleet", Name: "eu1"}, "h", &rest.Config{}, nil, clocktesting.NewFakePassiveClock(time.Now()), nil)
+	m := newMemberSyncer(types.NamespacedName{Namespace: "fleet", Name: "eu1"}, "h", &rest.Config{}, nil, clocktesting.NewFakePassiveClock(time.Now()), defaultTimings(), nil)
 	key := types.NamespacedName{Namespace: "shop", Name: "p"}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(deploymentGVK)
@@ -176,24 +176,24 @@ func TestCopyDeletedQueuesThePolicy(t *testing.T) {
 func TestRefusedWatchFallsBackToTheShortResync(t *testing.T) {
 	m, _ := watchedSyncer()
 	defer m.queue.ShutDown()
-	if d := m.resyncAfter(); d < Resync || d > Resync*3/2 {
-		t.Errorf("resync after %s, want between %s and 1.5 times that", d, Resync)
+	if d := m.resyncAfter(); d < m.timings.Resync || d > m.timings.Resync*3/2 {
+		t.Errorf("resync after %s, want between %s and 1.5 times that", d, m.timings.Resync)
 	}
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", nil)
 	m.watchFailed(context.Background(), nil, forbidden)
-	if d := m.resyncAfter(); d != FallbackResync {
-		t.Errorf("resync after %s with the watch refused, want %s", d, FallbackResync)
+	if d := m.resyncAfter(); d != m.timings.FallbackResync {
+		t.Errorf("resync after %s with the watch refused, want %s", d, m.timings.FallbackResync)
 	}
 	if refused, _ := m.watchState(); len(refused) != 1 || refused[0] != "secrets" {
 		t.Errorf("refused = %v", refused)
 	}
 	// The refusal wears off on the injected clock.
 	m.clock.(*clocktesting.FakePassiveClock).SetTime(m.clock.Now().Add(refusalMemory - time.Second))
-	if d := m.resyncAfter(); d != FallbackResync {
-		t.Errorf("resync after %s with the watch refused just under %s ago, want %s", d, refusalMemory, FallbackResync)
+	if d := m.resyncAfter(); d != m.timings.FallbackResync {
+		t.Errorf("resync after %s with the watch refused just under %s ago, want %s", d, refusalMemory, m.timings.FallbackResync)
 	}
 	m.clock.(*clocktesting.FakePassiveClock).SetTime(m.clock.Now().Add(time.Second))
-	if d := m.resyncAfter(); d == FallbackResync {
+	if d := m.resyncAfter(); d == m.timings.FallbackResync {
 		t.Error("an old refusal still counts")
 	}
 	if refused, _ := m.watchState(); len(refused) != 0 {
