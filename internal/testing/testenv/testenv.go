@@ -32,7 +32,7 @@ import (
 // RepoRoot is the repository's root directory, found from this file's location.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // Env is a running API server with Orderly's CRDs installed.
