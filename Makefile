@@ -270,12 +270,17 @@ lint: $(GOLANGCI_LINT) $(GOLANGCI_KAL) $(HELM) ## Run golangci-lint, the Kube AP
 
 ##@ Tests
 .PHONY: unit
-unit: ## Unit tests: pure logic.
-	$(GO) test ./...
+unit: ## Unit tests: pure logic, under the race detector.
+	$(GO) test -race ./...
 
 .PHONY: integration
 integration: build ## Integration tests: every controller against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test -tags integration -count=1 ./internal/...
+
+.PHONY: integration-race
+# Not part of make test: under the race detector the tier takes several times as long.
+integration-race: build ## Integration tests under the race detector.
+	KUBEBUILDER_ASSETS="$(ASSETS)" $(GO) test -race -tags integration -count=1 -timeout 60m ./internal/...
 
 .PHONY: e2e
 # The e2e tests that mostly wait on real time run beside the others, on a second local
