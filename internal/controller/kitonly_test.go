@@ -49,7 +49,6 @@ var kitExceptions = map[string]string{
 	"policy/imagescan/controller.go (*Scanner).Start sleep":                  "ImageScan is a runnable, not yet a reconciler on the kit (issue 38)",
 	"fleet/placement/health.go (*HealthReconciler).writeProbe condition":     "conditions of a ClusterProfile (not Orderly's kind), stamped with the injected clock",
 	"fleet/placement/health.go (*HealthReconciler).writeWatched condition":   "conditions of a ClusterProfile (not Orderly's kind), stamped with the injected clock",
-	"power/sleepschedule/status.go computeStatus complexity":                 "not yet split into named phases (issue 38)",
 }
 
 func TestTheKitIsTheOnlyWay(t *testing.T) {

@@ -167,56 +167,83 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		st.ExcludedNamespaces = obs.excluded[:min(len(obs.excluded), namesLimit)]
 	}
 
-	var workloads, sleeping, ready, wouldSleep, sleptBefore, heldBefore int32
-	var notReady, leftAlone []string
-	var gitOps []powerv1alpha1.GitOpsWorkload
-	var saved requestSum
+	t := countWorkloads(s.Name, obs)
+	setWorkloadStatus(&st, s, obs, &t)
+	recordTransition(&st, s, obs, &t)
+	setConditions(cond, s, obs, &t)
+	setReady(cond, s, obs, &t)
+	return st
+}
+
+// workloadTally is what computeStatus counts over the observed workloads.
+type workloadTally struct {
+	// workloads are the targeted workloads, sleeping those asleep under this schedule
+	// now, ready the awake ones with every replica ready, wouldSleep the targeted ones
+	// the schedule wants asleep.
+	workloads, sleeping, ready, wouldSleep int32
+	// sleptBefore are asleep under this schedule without a write of this reconcile;
+	// heldBefore carry this schedule's sleep record (asleep or left alone) as observed.
+	sleptBefore, heldBefore int32
+	notReady, leftAlone     []string
+	gitOps                  []powerv1alpha1.GitOpsWorkload
+	saved                   requestSum
+}
+
+// countWorkloads decides, for each observed workload, what the status counts it as:
+// targeted, asleep (and what that saves), left alone, ready or not.
+func countWorkloads(schedule string, obs *observation) workloadTally {
+	var t workloadTally
 	for _, w := range obs.workloads {
 		if w.targeted && w.gitOps != "" {
-			gitOps = append(gitOps, powerv1alpha1.GitOpsWorkload{Tool: w.gitOps, Workload: w.id()})
+			t.gitOps = append(t.gitOps, powerv1alpha1.GitOpsWorkload{Tool: w.gitOps, Workload: w.id()})
 		}
-		if w.asleepBy == s.Name {
-			heldBefore++
+		if w.asleepBy == schedule {
+			t.heldBefore++
 		}
 		if w.targeted {
-			workloads++
+			t.workloads++
 			if w.want {
-				wouldSleep++
+				t.wouldSleep++
 			}
 		}
 		switch {
-		case w.asleepNow(s.Name):
-			sleeping++
+		case w.asleepNow(schedule):
+			t.sleeping++
 			if w.act == actNone {
-				sleptBefore++
+				t.sleptBefore++
 			}
-			saved.add(w.podRequests, w.savedPods(obs.sleepReplicas))
-		case w.asleepBy == s.Name && (w.act == actLeftAlone || w.act == actNone && (w.leftAlone || w.changedByOwner())):
-			leftAlone = append(leftAlone, w.id())
+			t.saved.add(w.podRequests, w.savedPods(obs.sleepReplicas))
+		case w.asleepBy == schedule && (w.act == actLeftAlone || w.act == actNone && (w.leftAlone || w.changedByOwner())):
+			t.leftAlone = append(t.leftAlone, w.id())
 		case w.extra != nil:
 			// Whether an object of another kind is ready is its own controller's to say.
 		case w.targeted && w.kind != powerv1alpha1.KindCronJob && w.act == actWake:
 			// Just woken: its pods are only starting.
-			notReady = append(notReady, w.id())
+			t.notReady = append(t.notReady, w.id())
 		case w.targeted && w.kind != powerv1alpha1.KindCronJob && w.asleepBy == "":
 			if w.ready {
-				ready++
+				t.ready++
 			} else {
-				notReady = append(notReady, w.id())
+				t.notReady = append(t.notReady, w.id())
 			}
 		}
 	}
-	st.Workloads, st.SleepingWorkloads = workloads, sleeping
-	st.GitOpsManaged, st.GitOpsManagedCount = nil, int32(len(gitOps))
-	if len(gitOps) > 0 {
-		st.GitOpsManaged = gitOps[:min(len(gitOps), namesLimit)]
+	return t
+}
+
+// setWorkloadStatus decides the status's counts, lists and savings of workloads.
+func setWorkloadStatus(st *powerv1alpha1.SleepScheduleStatus, s *powerv1alpha1.SleepSchedule, obs *observation, t *workloadTally) {
+	st.Workloads, st.SleepingWorkloads = t.workloads, t.sleeping
+	st.GitOpsManaged, st.GitOpsManagedCount = nil, int32(len(t.gitOps))
+	if len(t.gitOps) > 0 {
+		st.GitOpsManaged = t.gitOps[:min(len(t.gitOps), namesLimit)]
 	}
-	st.LeftAlone, st.LeftAloneCount = kit.Bounded(leftAlone, namesLimit), int32(len(leftAlone))
+	st.LeftAlone, st.LeftAloneCount = kit.Bounded(t.leftAlone, namesLimit), int32(len(t.leftAlone))
 	st.WouldSleep = 0
 	if s.Spec.DryRun {
-		st.WouldSleep = wouldSleep
+		st.WouldSleep = t.wouldSleep
 	}
-	st.SavedRequests = saved.list()
+	st.SavedRequests = t.saved.list()
 	st.SavedByNamespace = nil
 	if byNS := savingsByNamespace(s.Name, obs); len(byNS) > 0 {
 		st.SavedByNamespace = byNS[:min(len(byNS), namespaceSavingsLimit)]
@@ -226,12 +253,17 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 	}
 	st.ReadyWorkloads, st.NotReady = 0, nil
 	if obs.state == powerv1alpha1.StateAwake {
-		st.ReadyWorkloads, st.NotReady = ready, kit.Bounded(notReady, namesLimit)
+		st.ReadyWorkloads, st.NotReady = t.ready, kit.Bounded(t.notReady, namesLimit)
 	}
+}
 
-	// A transition is recorded when the state changes, and on the first reconcile
-	// that changes anything. Later reconciles of the same period (retries after a
-	// conflict, workloads created while asleep) add what they changed to it.
+// recordTransition decides whether this reconcile records a transition in the
+// history, or adds what it changed to the one it continues.
+//
+// A transition is recorded when the state changes, and on the first reconcile that
+// changes anything. Later reconciles of the same period (retries after a conflict,
+// workloads created while asleep) add what they changed to it.
+func recordTransition(st *powerv1alpha1.SleepScheduleStatus, s *powerv1alpha1.SleepSchedule, obs *observation, t *workloadTally) {
 	changed := int32(obs.slept + obs.woken + obs.released)
 	action := powerv1alpha1.ActionWake
 	if obs.state == powerv1alpha1.StateAsleep {
@@ -250,9 +282,9 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 	switch {
 	case s.Spec.DryRun:
 	case action == powerv1alpha1.ActionSleep:
-		carried = sleptBefore
+		carried = t.sleptBefore
 	case s.Status.State == powerv1alpha1.StateAsleep:
-		carried = max(0, s.Status.SleepingWorkloads+s.Status.LeftAloneCount-heldBefore)
+		carried = max(0, s.Status.SleepingWorkloads+s.Status.LeftAloneCount-t.heldBefore)
 	}
 	switch {
 	case s.Spec.Suspend:
@@ -260,7 +292,7 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		tr := powerv1alpha1.Transition{Time: metav1.Time{Time: obs.now.UTC().Truncate(time.Second)}, Action: action,
 			Workloads: changed + carried, Failures: int32(obs.failures), DryRun: s.Spec.DryRun}
 		if s.Spec.DryRun {
-			tr.Workloads = wouldSleep
+			tr.Workloads = t.wouldSleep
 		}
 		st.History = append([]powerv1alpha1.Transition{tr}, st.History...)
 		if len(st.History) > historyLimit {
@@ -270,7 +302,11 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		st.History[0].Workloads += changed
 		st.History[0].Failures = int32(obs.failures)
 	}
+}
 
+// setConditions decides the conditions beside Ready: NamespaceConflict,
+// WorkloadsReady, GitOpsManaged, KindsAvailable and WorkloadsSkipped.
+func setConditions(cond kit.Conditions, s *powerv1alpha1.SleepSchedule, obs *observation, t *workloadTally) {
 	if len(obs.conflicts) > 0 {
 		parts := make([]string, 0, len(obs.conflicts))
 		for _, c := range obs.conflicts {
@@ -284,16 +320,16 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 	switch {
 	case obs.state == powerv1alpha1.StateAsleep:
 		cond.True(powerv1alpha1.ConditionWorkloadsReady, ReasonAsleep, "Asleep: no workload is expected to run")
-	case len(notReady) > 0:
+	case len(t.notReady) > 0:
 		cond.False(powerv1alpha1.ConditionWorkloadsReady, ReasonNotReady,
-			fmt.Sprintf("%d of %d awake workloads have all replicas ready; not ready: %s", ready, int(ready)+len(notReady), kit.FirstN(notReady, namesLimit)))
+			fmt.Sprintf("%d of %d awake workloads have all replicas ready; not ready: %s", t.ready, int(t.ready)+len(t.notReady), kit.FirstN(t.notReady, namesLimit)))
 	default:
-		cond.True(powerv1alpha1.ConditionWorkloadsReady, ReasonAllReady, fmt.Sprintf("All %d awake workloads have all replicas ready", ready))
+		cond.True(powerv1alpha1.ConditionWorkloadsReady, ReasonAllReady, fmt.Sprintf("All %d awake workloads have all replicas ready", t.ready))
 	}
 
-	if len(gitOps) > 0 {
+	if len(t.gitOps) > 0 {
 		var argo, flux int
-		for _, g := range gitOps {
+		for _, g := range t.gitOps {
 			if g.Tool == powerv1alpha1.GitOpsArgoCD {
 				argo++
 			} else {
@@ -301,7 +337,7 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 			}
 		}
 		cond.True(powerv1alpha1.ConditionGitOpsManaged, ReasonGitOpsManaged,
-			fmt.Sprintf("%d targeted workload(s) are managed by a GitOps tool (Argo CD: %d, Flux: %d; see status.gitOpsManaged), which scales them back up while asleep unless told to ignore their replicas (docs/sleepschedule.md, GitOps)", len(gitOps), argo, flux))
+			fmt.Sprintf("%d targeted workload(s) are managed by a GitOps tool (Argo CD: %d, Flux: %d; see status.gitOpsManaged), which scales them back up while asleep unless told to ignore their replicas (docs/sleepschedule.md, GitOps)", len(t.gitOps), argo, flux))
 	} else {
 		cond.False(powerv1alpha1.ConditionGitOpsManaged, ReasonNoGitOpsManaged, "No targeted workload carries the tracking label or annotation of Argo CD or Flux")
 	}
@@ -320,30 +356,17 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 	} else {
 		cond.False(ConditionWorkloadsSkipped, ReasonNoneSkipped, "No workload the schedule selects is left awake because another operator controls it")
 	}
+}
 
+// setReady decides the Ready condition: suspended, a kind of targets.kinds that
+// cannot sleep, a dry run, failed writes, namespace conflicts, or the state reached.
+func setReady(cond kit.Conditions, s *powerv1alpha1.SleepSchedule, obs *observation, t *workloadTally) {
 	until := "no transition is scheduled"
 	if obs.hasNext {
 		until = "until " + obs.next.UTC().Format(time.RFC3339)
 	}
-	// "Asleep until <time>: ..." or "Asleep, with no transition scheduled: ...".
-	stateUntil := fmt.Sprintf("%s, with no transition scheduled", obs.state)
-	if obs.hasNext {
-		stateUntil = fmt.Sprintf("%s %s", obs.state, until)
-	}
-	summary := fmt.Sprintf("%s: %d of %d workloads asleep in %d namespaces", stateUntil, sleeping, workloads, len(obs.namespaces))
-	if len(obs.excluded) > 0 {
-		summary += fmt.Sprintf("; %d selected namespace(s) never sleep (see status.excludedNamespaces)", len(obs.excluded))
-	}
-	if len(leftAlone) > 0 {
-		summary += fmt.Sprintf("; %d changed by their owner and left alone", len(leftAlone))
-	}
-	if n := skippedCount(obs); n > 0 {
-		summary += fmt.Sprintf("; %d skipped (see the %s condition)", n, ConditionWorkloadsSkipped)
-	}
-	unsleepable, missing := splitKindProblems(obs.kindProblems)
-	if len(missing) > 0 {
-		summary += fmt.Sprintf("; not served, so nothing of them to sleep (see %s): %s", powerv1alpha1.ConditionKindsAvailable, kit.FirstN(problemKinds(missing), namesLimit))
-	}
+	summary := readySummary(obs, t, until)
+	unsleepable, _ := splitKindProblems(obs.kindProblems)
 	switch {
 	case s.Spec.Suspend:
 		cond.True(powerv1alpha1.ConditionReady, ReasonSuspended, "Suspended: workloads are left as they are")
@@ -356,7 +379,7 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 			kit.FirstN(problemKinds(unsleepable), namesLimit), kindsMessage(unsleepable), summary), 2048))
 	case s.Spec.DryRun:
 		cond.True(powerv1alpha1.ConditionReady, ReasonDryRun,
-			fmt.Sprintf("Dry run: the schedule is %s (%s); %d of %d workloads would be asleep; nothing is changed", obs.state, until, wouldSleep, workloads))
+			fmt.Sprintf("Dry run: the schedule is %s (%s); %d of %d workloads would be asleep; nothing is changed", obs.state, until, t.wouldSleep, t.workloads))
 	case obs.failures > 0:
 		cond.False(powerv1alpha1.ConditionReady, ReasonWriteFailed,
 			fmt.Sprintf("%d workload(s) could not be changed, retrying: %v", obs.failures, obs.firstErr))
@@ -370,7 +393,30 @@ func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alph
 		}
 		cond.True(powerv1alpha1.ConditionReady, reason, summary)
 	}
-	return st
+}
+
+// readySummary is the Ready message of a schedule in its state: "Asleep until
+// <time>: ..." or "Asleep, with no transition scheduled: ...", then how many
+// workloads sleep and what was left out.
+func readySummary(obs *observation, t *workloadTally, until string) string {
+	stateUntil := fmt.Sprintf("%s, with no transition scheduled", obs.state)
+	if obs.hasNext {
+		stateUntil = fmt.Sprintf("%s %s", obs.state, until)
+	}
+	summary := fmt.Sprintf("%s: %d of %d workloads asleep in %d namespaces", stateUntil, t.sleeping, t.workloads, len(obs.namespaces))
+	if len(obs.excluded) > 0 {
+		summary += fmt.Sprintf("; %d selected namespace(s) never sleep (see status.excludedNamespaces)", len(obs.excluded))
+	}
+	if len(t.leftAlone) > 0 {
+		summary += fmt.Sprintf("; %d changed by their owner and left alone", len(t.leftAlone))
+	}
+	if n := skippedCount(obs); n > 0 {
+		summary += fmt.Sprintf("; %d skipped (see the %s condition)", n, ConditionWorkloadsSkipped)
+	}
+	if _, missing := splitKindProblems(obs.kindProblems); len(missing) > 0 {
+		summary += fmt.Sprintf("; not served, so nothing of them to sleep (see %s): %s", powerv1alpha1.ConditionKindsAvailable, kit.FirstN(problemKinds(missing), namesLimit))
+	}
+	return summary
 }
 
 // maxBookkeepingWait bounds how long a reconcile's status write and Events wait for
