@@ -461,3 +461,85 @@ func TestWeightBefore(t *testing.T) {
 		}
 	}
 }
+
+// startRevision: which revision is a new delivery, and how its start is reported.
+func TestStartRevision(t *testing.T) {
+	tests := []struct {
+		name       string
+		phase      deliveryv1alpha1.CanaryPhase
+		revision   string
+		wantEvent  string // "" when the delivery goes on
+		wantPhase  deliveryv1alpha1.CanaryPhase
+		wantStep   int32
+		wantWindow bool
+	}{
+		{"the analysed revision goes on", deliveryv1alpha1.PhaseProgressing, "r2", "", deliveryv1alpha1.PhaseProgressing, 2, true},
+		{"a rolled-back revision stays rolled back", deliveryv1alpha1.PhaseRolledBack, "r2", "", deliveryv1alpha1.PhaseRolledBack, 2, true},
+		{"a new revision after a success", deliveryv1alpha1.PhaseSucceeded, "r1", "NewRevision", deliveryv1alpha1.PhaseProgressing, 0, false},
+		{"a new revision after a rollback", deliveryv1alpha1.PhaseRolledBack, "r1", "NewRevision", deliveryv1alpha1.PhaseProgressing, 0, false},
+		{"the same revision after a success (its analysis was lost)", deliveryv1alpha1.PhaseSucceeded, "r2", "NewRevision", deliveryv1alpha1.PhaseProgressing, 0, false},
+		{"a new revision during an analysis", deliveryv1alpha1.PhasePaused, "r1", "Restarted", deliveryv1alpha1.PhaseProgressing, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			started := metav1.NewTime(t0)
+			st := deliveryv1alpha1.CanaryStatus{Phase: tt.phase, Revision: tt.revision, CurrentStep: 2, StepStartedAt: &started, InconclusiveCount: 1}
+			var r result
+			startRevision(&st, &r, &observation{targetRevision: "r2"})
+			var events []string
+			for _, e := range r.events {
+				events = append(events, e.reason)
+			}
+			if tt.wantEvent == "" && len(events) > 0 || tt.wantEvent != "" && (len(events) != 1 || events[0] != tt.wantEvent) {
+				t.Errorf("events %v, want %q", events, tt.wantEvent)
+			}
+			if st.Revision != "r2" || st.Phase != tt.wantPhase || st.CurrentStep != tt.wantStep || (st.StepStartedAt != nil) != tt.wantWindow {
+				t.Errorf("status %+v, want revision r2, phase %s, step %d, window kept %v", st, tt.wantPhase, tt.wantStep, tt.wantWindow)
+			}
+		})
+	}
+}
+
+// stepToAnalyse: what decides the reconcile before a weight step's analysis, in order.
+func TestStepToAnalyse(t *testing.T) {
+	ready := variantState{exists: true, revision: "r2", replicas: 3, ready: true}
+	steps := []deliveryv1alpha1.Step{weightStep(10, time.Minute), {Pause: true}, weightStep(30, time.Minute)}
+	tests := []struct {
+		name    string
+		step    int32
+		phase   deliveryv1alpha1.CanaryPhase
+		obs     func(*observation)
+		wantOK  bool
+		wantWhy string // r.reason
+		// wantPhase is the phase after; wantWeight the desired weight; wantBlocked: only
+		// something outside can unblock it.
+		wantPhase   deliveryv1alpha1.CanaryPhase
+		wantWeight  int32
+		wantBlocked bool
+	}{
+		{"a weight step is analysed", 0, deliveryv1alpha1.PhaseProgressing, func(*observation) {}, true, "", deliveryv1alpha1.PhaseProgressing, 20, false},
+		{"an abort comes first", 0, deliveryv1alpha1.PhaseProgressing, func(o *observation) { o.abort, o.promote, o.trafficReady = true, true, false }, false, "RolledBack", deliveryv1alpha1.PhaseRolledBack, 0, false},
+		{"a canary not ready gets no traffic", 0, deliveryv1alpha1.PhaseHolding, func(o *observation) { o.canary.ready = false }, false, "CanaryNotReady", deliveryv1alpha1.PhaseProgressing, 0, false},
+		{"a canary of another revision gets no traffic", 0, deliveryv1alpha1.PhaseProgressing, func(o *observation) { o.canary.revision = "r1" }, false, "CanaryNotReady", deliveryv1alpha1.PhaseProgressing, 0, false},
+		{"missing routes block without touching the weight", 0, deliveryv1alpha1.PhaseProgressing, func(o *observation) { o.trafficReady = false }, false, "TrafficNotReady", deliveryv1alpha1.PhaseProgressing, 20, true},
+		{"steps shortened past the current one promote", 3, deliveryv1alpha1.PhaseProgressing, func(*observation) {}, false, "Promoting", deliveryv1alpha1.PhasePromoting, 20, false},
+		{"a person's promote passes the step", 0, deliveryv1alpha1.PhaseProgressing, func(o *observation) { o.promote = true }, false, "Progressing", deliveryv1alpha1.PhaseProgressing, 20, false},
+		{"a pause holds the weight of the step before", 1, deliveryv1alpha1.PhaseProgressing, func(*observation) {}, false, "PauseStep", deliveryv1alpha1.PhasePaused, 10, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCanary(steps...)
+			c.Status = deliveryv1alpha1.CanaryStatus{Phase: tt.phase, Revision: "r2", CurrentStep: tt.step}
+			obs := &observation{now: t0, targetRevision: "r2", replicas: 3, primary: variantState{exists: true, revision: "r1", replicas: 3, ready: true},
+				canary: ready, trafficReady: true, weight: 20, queriesValid: true}
+			tt.obs(obs)
+			st := c.Status
+			r := result{desired: desired{weight: obs.weight}}
+			_, ok := stepToAnalyse(c, &st, &r, obs)
+			if ok != tt.wantOK || r.reason != tt.wantWhy || st.Phase != tt.wantPhase || r.desired.weight != tt.wantWeight || r.blocked != tt.wantBlocked {
+				t.Errorf("ok %v, reason %q, phase %s, weight %d, blocked %v; want %v, %q, %s, %d, %v",
+					ok, r.reason, st.Phase, r.desired.weight, r.blocked, tt.wantOK, tt.wantWhy, tt.wantPhase, tt.wantWeight, tt.wantBlocked)
+			}
+		})
+	}
+}
