@@ -316,6 +316,11 @@ func runManager(ctx context.Context, o managerOptions) error {
 	if err := admissionServer.Register(ctx, mgr); err != nil {
 		return err
 	}
+	if !webhookOpts.Conversion {
+		if err := orderlywebhook.RegisterNoConversion(mgr); err != nil {
+			return err
+		}
+	}
 	for _, c := range selected {
 		if err := c.Setup(ctx, mgr, deps.For(c)); err != nil {
 			return fmt.Errorf("setting up controller %q: %w", c.Name, err)

@@ -262,6 +262,19 @@ func (s *Server) Register(ctx context.Context, mgr ctrl.Manager) error {
 // with a client of its own: the manager's cache holds no CRDs.
 func registerConversion(mgr ctrl.Manager, c *conversionEndpoint) error {
 	mgr.GetWebhookServer().Register(conversion.Path, conversion.Handler(mgr.GetScheme()))
+	return addConversionWriter(mgr, &conversion.Writer{Endpoint: c.endpoint, CABundle: c.caBundle})
+}
+
+// RegisterNoConversion is for a manager that serves no conversion webhook: its
+// leader sets the CRDs' conversion strategy None (conversion.Writer without an
+// Endpoint).
+func RegisterNoConversion(mgr ctrl.Manager) error {
+	return addConversionWriter(mgr, &conversion.Writer{})
+}
+
+// addConversionWriter adds w, with a client of its own that reads and patches CRDs
+// directly (the manager's cache holds no CRDs).
+func addConversionWriter(mgr ctrl.Manager, w *conversion.Writer) error {
 	s := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		return err
@@ -270,5 +283,6 @@ func registerConversion(mgr ctrl.Manager, c *conversionEndpoint) error {
 	if err != nil {
 		return err
 	}
-	return mgr.Add(&conversion.Writer{Client: direct, Endpoint: c.endpoint, CABundle: c.caBundle})
+	w.Client = direct
+	return mgr.Add(w)
 }

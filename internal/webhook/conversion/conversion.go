@@ -87,12 +87,22 @@ func (w *Writer) Start(ctx context.Context) error {
 
 // Ensure writes spec.conversion of every CRD in CRDs that is installed and differs.
 // A CRD that is not installed is skipped.
+//
+// A Writer without an Endpoint belongs to a manager that serves no conversion (run
+// from a workstation without --webhook-url): it sets the strategy None, so that CRDs
+// a manager with a webhook pointed at itself before do not stay pointed at a server
+// that is gone (every request for the other version, and the namespace controller's
+// deletions, would fail). None converts correctly while the versions have the same
+// fields, as v1alpha1 and v1beta1 do in this release.
 func (w *Writer) Ensure(ctx context.Context) error {
-	ca, err := w.CABundle()
-	if err != nil {
-		return fmt.Errorf("reading the webhook's CA: %w", err)
+	want := &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+	if w.Endpoint != nil {
+		ca, err := w.CABundle()
+		if err != nil {
+			return fmt.Errorf("reading the webhook's CA: %w", err)
+		}
+		want = Desired(w.Endpoint, ca)
 	}
-	want := Desired(w.Endpoint, ca)
 	var errs []error
 	for _, name := range CRDs {
 		var crd apiextensionsv1.CustomResourceDefinition
@@ -113,7 +123,7 @@ func (w *Writer) Ensure(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("pointing CRD %s at the conversion webhook: %w", name, err))
 			continue
 		}
-		log.FromContext(ctx).Info("Pointed CRD at the conversion webhook", "crd", name)
+		log.FromContext(ctx).Info("Set the CRD's conversion", "crd", name, "strategy", want.Strategy)
 	}
 	if len(errs) > 0 {
 		return errs[0]
@@ -142,6 +152,9 @@ func Desired(e *admission.Endpoint, ca []byte) *apiextensionsv1.CustomResourceCo
 
 // Same says whether the CRD's conversion is already want.
 func Same(have, want *apiextensionsv1.CustomResourceConversion) bool {
+	if want.Strategy == apiextensionsv1.NoneConverter {
+		return have == nil || have.Strategy == apiextensionsv1.NoneConverter
+	}
 	if have == nil || have.Strategy != want.Strategy || have.Webhook == nil || have.Webhook.ClientConfig == nil {
 		return false
 	}
