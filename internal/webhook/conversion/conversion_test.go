@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/utils/ptr"
 
 	"orderly.dev/orderly/internal/admission"
@@ -45,5 +46,21 @@ func TestDesiredAndSame(t *testing.T) {
 	}
 	if Same(Desired(service, ca), Desired(loopback, ca)) {
 		t.Error("a move from the Service to a URL is not written")
+	}
+}
+
+// A manager without a webhook wants the strategy None: a CRD pointed at a webhook (a
+// server that may be gone) differs from it, one with None or none set does not.
+func TestSameNone(t *testing.T) {
+	none := &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+	pointed := Desired(&admission.Endpoint{URL: "https://127.0.0.1:9443"}, []byte("CA"))
+	if Same(pointed, none) {
+		t.Error("a CRD pointed at a webhook counts as None")
+	}
+	if !Same(none, none) || !Same(nil, none) {
+		t.Error("a CRD with None, or without a conversion, does not count as None")
+	}
+	if Same(none, pointed) {
+		t.Error("a CRD with None counts as pointed at the webhook")
 	}
 }
