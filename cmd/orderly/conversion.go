@@ -8,8 +8,9 @@ import "os"
 
 // servesConversion says whether the manager serves the conversion webhook: when the
 // API server can reach it, in a pod (through --webhook-service) or at --webhook-url.
-// A manager run from a workstation without --webhook-url serves none, and leaves the
-// CRDs as they are.
+// A manager run from a workstation without --webhook-url serves none; as leader it
+// sets the CRDs' strategy None (webhook.RegisterNoConversion), which converts
+// correctly while the two versions have the same fields.
 func servesConversion(webhookURL string) bool {
 	if webhookURL != "" {
 		return true
