@@ -75,7 +75,7 @@ func (w *Writer) Start(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		if err := w.Ensure(ctx); err != nil {
-			logger.Error(err, "Could not point the CRDs at the conversion webhook; trying again", "in", interval.String())
+			logger.Error(err, "Could not set the CRDs' conversion; trying again", "in", interval.String())
 		}
 		select {
 		case <-ctx.Done():
@@ -115,12 +115,17 @@ func (w *Writer) Ensure(ctx context.Context) error {
 		if Same(crd.Spec.Conversion, want) {
 			continue
 		}
-		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": want}})
+		var conv any = want
+		if want.Webhook == nil {
+			// A merge patch keeps fields it does not name: the webhook's must go with it.
+			conv = map[string]any{"strategy": want.Strategy, "webhook": nil}
+		}
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": conv}})
 		if err != nil {
 			return err
 		}
 		if err := w.Client.Patch(ctx, &crd, client.RawPatch(types.MergePatchType, patch)); err != nil {
-			errs = append(errs, fmt.Errorf("pointing CRD %s at the conversion webhook: %w", name, err))
+			errs = append(errs, fmt.Errorf("setting the conversion of CRD %s: %w", name, err))
 			continue
 		}
 		log.FromContext(ctx).Info("Set the CRD's conversion", "crd", name, "strategy", want.Strategy)

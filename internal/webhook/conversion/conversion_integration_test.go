@@ -28,6 +28,7 @@ import (
 	"orderly.dev/orderly/internal/admission"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/testing/testenv"
+	"orderly.dev/orderly/internal/testing/testtls"
 	orderlywebhook "orderly.dev/orderly/internal/webhook"
 	"orderly.dev/orderly/internal/webhook/conversion"
 )
@@ -115,6 +116,40 @@ func TestConversionThroughTheWebhook(t *testing.T) {
 		g.Expect(crd.Status.StoredVersions).To(Equal([]string{"v1alpha1"}), name)
 	}
 	g.Expect(testenv.Series("controller_runtime_webhook_requests_total", map[string]string{"webhook": "/convert", "code": "200"})).To(BeNumerically(">", 0))
+}
+
+// TestWriterWithoutWebhookSetsNone: CRDs that a manager with a webhook pointed at
+// itself, the manager gone, are set back to None by a manager that serves none, and
+// v1beta1 objects can be written again (with the dead webhook they could not).
+func TestWriterWithoutWebhookSetsNone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := testenv.StartForTest(t)
+	ax := apiextensionsClient(t, e)
+	ca, err := testtls.OtherCA()
+	g.Expect(err).NotTo(HaveOccurred())
+	gone := &conversion.Writer{Client: ax, Endpoint: &admission.Endpoint{URL: fmt.Sprintf("https://127.0.0.1:%d", freePort(t))},
+		CABundle: func() ([]byte, error) { return ca, nil }}
+	g.Expect(gone.Ensure(ctx)).To(Succeed())
+	beta := func(name string) *powerv1beta1.SleepSchedule {
+		return &powerv1beta1.SleepSchedule{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: powerv1beta1.SleepScheduleSpec{
+			Namespaces: []string{"dev"}, TimeZone: "Europe/Berlin",
+			Awake: []powerv1beta1.AwakeWindow{{Days: "Mon-Fri", From: "07:30", To: "19:00"}},
+		}}
+	}
+	g.Eventually(func() error { return e.Client.Create(ctx, beta("refused"), client.DryRunAll) }, 10*time.Second, 200*time.Millisecond).
+		Should(MatchError(ContainSubstring("conversion webhook")))
+
+	none := &conversion.Writer{Client: ax}
+	g.Expect(none.Ensure(ctx)).To(Succeed())
+	for _, name := range conversion.CRDs {
+		var crd apiextensionsv1.CustomResourceDefinition
+		g.Expect(ax.Get(ctx, types.NamespacedName{Name: name}, &crd)).To(Succeed())
+		g.Expect(crd.Spec.Conversion.Strategy).To(Equal(apiextensionsv1.NoneConverter), name)
+		g.Expect(crd.Spec.Conversion.Webhook).To(BeNil(), name)
+	}
+	g.Eventually(func() error { return e.Client.Create(ctx, beta("accepted"), client.DryRunAll) }, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	g.Expect(none.Ensure(ctx)).To(Succeed(), "a second run writes nothing and fails nothing")
 }
 
 func apiextensionsClient(t *testing.T, e *testenv.Env) client.Client {
