@@ -63,7 +63,10 @@ func startCertManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := envtest.InstallCRDs(adminCfg, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true}); err != nil {
+	if _, err := envtest.InstallCRDs(adminCfg, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true,
+		// envtest waits 10 s for discovery by default; a loaded machine, with other CRDs
+		// changing at the same moment, has taken longer.
+		MaxTime: 2 * time.Minute}); err != nil {
 		return fmt.Errorf("installing cert-manager's CRDs: %w", err)
 	}
 	if err := k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: certManagerNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
