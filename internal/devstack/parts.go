@@ -32,7 +32,6 @@ import (
 	fleetv1alpha1 "orderly.dev/orderly/api/fleet/v1alpha1"
 	"orderly.dev/orderly/config"
 	"orderly.dev/orderly/internal/devcluster"
-	"orderly.dev/orderly/internal/labels"
 	"orderly.dev/orderly/internal/localpg"
 	"orderly.dev/orderly/internal/standin"
 	"orderly.dev/orderly/internal/standin/bind"
@@ -76,38 +75,11 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	return nil
 }
 
-// writeSecret creates or updates a Secret the samples refer to. One that Orderly
-// did not write (without the label app.kubernetes.io/managed-by: orderly) is left
-// alone: it may hold someone's real credentials.
+// writeSecret creates or updates a Secret the samples refer to (devcluster.WriteSecret:
+// one Orderly did not create is left alone).
 func writeSecret(ctx context.Context, c client.Client, key types.NamespacedName, data map[string][]byte, annotations map[string]string) error {
-	if err := ensureNamespace(ctx, c, key.Namespace); err != nil {
-		return err
-	}
-	var sec corev1.Secret
-	err := c.Get(ctx, key, &sec)
-	switch {
-	case apierrors.IsNotFound(err):
-		sec = corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Annotations: annotations,
-			Labels: map[string]string{labels.ManagedBy: labels.ManagedByValue}}, Type: corev1.SecretTypeOpaque, Data: data}
-		err = c.Create(ctx, &sec, client.FieldOwner(devFieldManager))
-	case err != nil:
-	case sec.Labels[labels.ManagedBy] != labels.ManagedByValue:
-		return fmt.Errorf("the Secret %s exists and Orderly did not write it (no label %s=%s), so it is left alone; delete it to have the stand-in's",
-			key, labels.ManagedBy, labels.ManagedByValue)
-	default:
-		sec.Data = data
-		if sec.Annotations == nil {
-			sec.Annotations = map[string]string{}
-		}
-		for k, v := range annotations {
-			sec.Annotations[k] = v
-		}
-		err = c.Update(ctx, &sec, client.FieldOwner(devFieldManager))
-	}
-	if err != nil {
-		return fmt.Errorf("writing Secret %s: %w", key, err)
-	}
-	return nil
+	return devcluster.WriteSecret(ctx, c, key, data, devcluster.SecretWrite{
+		FieldManager: devFieldManager, Annotations: annotations, NotOurs: "delete it to have the stand-in's"})
 }
 
 func (s *Stack) dir(part Part) string { return filepath.Join(s.Dir, string(part)) }
