@@ -421,3 +421,38 @@ func Lock(path string) (func(), error) {
 	}
 	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
+
+// BuildOnce returns bin, building it the first time: under a lock beside it, so
+// that concurrent processes build it once, with build writing the binary into a
+// temporary directory of the same folder and returning its path there, which is then
+// renamed to bin (atomic: no half-written binary under its name). title is announced
+// on out while it builds.
+func BuildOnce(bin string, out io.Writer, title string, build func(tmp string) (string, error)) (string, error) {
+	if Executable(bin) {
+		return bin, nil
+	}
+	dir := filepath.Dir(bin)
+	unlock, err := Lock(filepath.Join(dir, ".build.lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if Executable(bin) { // built by another process while this one waited
+		return bin, nil
+	}
+	tmp, err := os.MkdirTemp(dir, ".build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	done := Announce(out, title)
+	built, err := build(tmp)
+	if err == nil {
+		err = os.Rename(built, bin)
+	}
+	done(err)
+	if err != nil {
+		return "", err
+	}
+	return bin, nil
+}

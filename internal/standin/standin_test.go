@@ -1,9 +1,12 @@
 package standin
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +74,38 @@ func TestWaitReadyReportsExit(t *testing.T) {
 	err := p.WaitReady(10*time.Second, func() error { return fmt.Errorf("not yet") })
 	if err == nil || !strings.Contains(err.Error(), "exited while starting") || !strings.Contains(err.Error(), "broken config") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// BuildOnce builds into a temporary directory and renames the result; a second call
+// finds it built, and a failed build leaves nothing under the binary's name.
+func TestBuildOnce(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "tool")
+	builds := 0
+	build := func(tmp string) (string, error) {
+		builds++
+		p := filepath.Join(tmp, "tool")
+		return p, os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755)
+	}
+	for range 2 {
+		got, err := BuildOnce(bin, io.Discard, "building tool", build)
+		if err != nil || got != bin || !Executable(bin) {
+			t.Fatalf("BuildOnce = %q, %v; executable %v", got, err, Executable(bin))
+		}
+	}
+	if builds != 1 {
+		t.Errorf("built %d times, want once", builds)
+	}
+	failed := filepath.Join(filepath.Dir(bin), "broken")
+	_, err := BuildOnce(failed, io.Discard, "building broken", func(tmp string) (string, error) {
+		p := filepath.Join(tmp, "broken")
+		_ = os.WriteFile(p, []byte("half"), 0o755)
+		return p, errors.New("compiler said no")
+	})
+	if err == nil || Executable(failed) {
+		t.Errorf("a failed build: err %v, executable left %v", err, Executable(failed))
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(bin), ".build-*")); len(left) > 0 {
+		t.Errorf("temporary directories left: %v", left)
 	}
 }

@@ -40,46 +40,23 @@ func Path() string {
 // miekg/dns, so it cannot be `go install`ed: it is built in a small module of its
 // own that carries the same replace.
 func Build(ctx context.Context, out io.Writer) (string, error) {
-	bin := Path()
-	if standin.Executable(bin) {
-		return bin, nil
-	}
-	dir := filepath.Dir(bin)
-	unlock, err := standin.Lock(filepath.Join(dir, ".build.lock"))
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if standin.Executable(bin) {
-		return bin, nil
-	}
-	src := filepath.Join(devcluster.CacheDir(), "src", "cert-manager-"+Version)
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		return "", err
-	}
-	gomod := "module orderly.dev/certmanagerbuild\n\ngo 1.26\n\nreplace github.com/miekg/dns v1.1.41 => github.com/miekg/dns v1.1.34\n"
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte(gomod), 0o644); err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(dir, ".build-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	done := standin.Announce(out, fmt.Sprintf("building cert-manager's controller %s (first time only: ~4 min on 2 cores)", Version))
-	logPath := filepath.Join(devcluster.CacheDir(), "logs", "cert-manager-"+Version+".log")
-	err = standin.GoBuild(ctx, src, logPath, nil, "get", Module+"@"+Version)
-	if err == nil {
-		err = standin.GoBuild(ctx, src, logPath, nil, "build", "-ldflags", "-s -w", "-o", filepath.Join(tmp, "controller"), Module+"/cmd/controller")
-	}
-	if err == nil {
-		err = os.Rename(filepath.Join(tmp, "controller"), bin)
-	}
-	done(err)
-	if err != nil {
-		return "", err
-	}
-	return bin, nil
+	title := fmt.Sprintf("building cert-manager's controller %s (first time only: ~4 min on 2 cores)", Version)
+	return standin.BuildOnce(Path(), out, title, func(tmp string) (string, error) {
+		src := filepath.Join(devcluster.CacheDir(), "src", "cert-manager-"+Version)
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			return "", err
+		}
+		gomod := "module orderly.dev/certmanagerbuild\n\ngo 1.26\n\nreplace github.com/miekg/dns v1.1.41 => github.com/miekg/dns v1.1.34\n"
+		if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte(gomod), 0o644); err != nil {
+			return "", err
+		}
+		logPath := filepath.Join(devcluster.CacheDir(), "logs", "cert-manager-"+Version+".log")
+		if err := standin.GoBuild(ctx, src, logPath, nil, "get", Module+"@"+Version); err != nil {
+			return "", err
+		}
+		built := filepath.Join(tmp, "controller")
+		return built, standin.GoBuild(ctx, src, logPath, nil, "build", "-ldflags", "-s -w", "-o", built, Module+"/cmd/controller")
+	})
 }
 
 // CRDDir returns a directory with cert-manager's CRDs, from the module (downloaded

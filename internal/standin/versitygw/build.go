@@ -39,35 +39,11 @@ func Build(ctx context.Context, out io.Writer) (string, error) {
 	if p := os.Getenv(BinaryEnv); p != "" {
 		return p, nil
 	}
-	bin := Path()
-	if standin.Executable(bin) {
-		return bin, nil
-	}
-	dir := filepath.Dir(bin)
-	unlock, err := standin.Lock(filepath.Join(dir, ".build.lock"))
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if standin.Executable(bin) { // built by another process while this one waited
-		return bin, nil
-	}
-	tmp, err := os.MkdirTemp(dir, ".build-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	done := standin.Announce(out, fmt.Sprintf("building versitygw %s, the S3 stand-in (first time only: ~3 min on 2 cores)", Version))
-	// versitygw's go.mod has no replace directives, so go install pkg@version works.
-	err = standin.GoBuild(ctx, tmp, filepath.Join(devcluster.CacheDir(), "logs", "versitygw-"+Version+".log"),
-		[]string{"GOBIN=" + tmp}, "install", "-ldflags", "-s -w", Package+"@"+Version)
-	if err == nil {
-		// A rename within a directory is atomic: no half-written binary under its name.
-		err = os.Rename(filepath.Join(tmp, "versitygw"), bin)
-	}
-	done(err)
-	if err != nil {
-		return "", err
-	}
-	return bin, nil
+	title := fmt.Sprintf("building versitygw %s, the S3 stand-in (first time only: ~3 min on 2 cores)", Version)
+	return standin.BuildOnce(Path(), out, title, func(tmp string) (string, error) {
+		// versitygw's go.mod has no replace directives, so go install pkg@version works.
+		err := standin.GoBuild(ctx, tmp, filepath.Join(devcluster.CacheDir(), "logs", "versitygw-"+Version+".log"),
+			[]string{"GOBIN=" + tmp}, "install", "-ldflags", "-s -w", Package+"@"+Version)
+		return filepath.Join(tmp, "versitygw"), err
+	})
 }
