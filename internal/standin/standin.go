@@ -117,6 +117,19 @@ func PortFree(port int) bool {
 	return true
 }
 
+// ListenPort is the port a stand-in listens on: want, when nothing listens there
+// already, or a free one when want is 0 (udp: free for UDP too). what names the
+// program in the error about a taken port.
+func ListenPort(want int, udp bool, what string) (int, error) {
+	if want == 0 {
+		return FreePort(udp)
+	}
+	if !PortFree(want) {
+		return 0, fmt.Errorf("port 127.0.0.1:%d, which %s is to listen on, is taken by another program", want, what)
+	}
+	return want, nil
+}
+
 // Process is one stand-in's program, with its log (NAME.log) and pid file
 // (NAME.pid) in Dir.
 type Process struct {

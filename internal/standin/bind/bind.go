@@ -166,14 +166,9 @@ func (s *Server) start(bin string, o Options) error {
 		}
 		secret = base64.StdEncoding.EncodeToString(raw)
 	}
-	port := o.Port
-	if port == 0 {
-		var err error
-		if port, err = standin.FreePort(true); err != nil {
-			return err
-		}
-	} else if !standin.PortFree(port) {
-		return fmt.Errorf("port 127.0.0.1:%d, which the DNS server is to listen on, is taken by another program", port)
+	port, err := standin.ListenPort(o.Port, true, "the DNS server")
+	if err != nil {
+		return err
 	}
 	conf := fmt.Sprintf(`options {
 	directory %q;

@@ -183,12 +183,8 @@ func Run(o Options) (*Server, error) {
 	if err := os.WriteFile(configPath, config, 0o600); err != nil {
 		return fail(err)
 	}
-	if s.port == 0 {
-		if s.port, err = standin.FreePort(false); err != nil {
-			return fail(err)
-		}
-	} else if !standin.PortFree(s.port) {
-		return fail(fmt.Errorf("port 127.0.0.1:%d, which Prometheus is to listen on, is taken by another program", s.port))
+	if s.port, err = standin.ListenPort(s.port, false, "Prometheus"); err != nil {
+		return fail(err)
 	}
 	if err := os.WriteFile(portPath, fmt.Appendf(nil, "%d\n", s.port), 0o600); err != nil {
 		return fail(err)

@@ -120,14 +120,9 @@ func (r *Registry) start(bin string, o Options) error {
 			return err
 		}
 	}
-	port := o.Port
-	if port == 0 {
-		var err error
-		if port, err = standin.FreePort(false); err != nil {
-			return err
-		}
-	} else if !standin.PortFree(port) {
-		return fmt.Errorf("port 127.0.0.1:%d, which the registry is to listen on, is taken by another program", port)
+	port, err := standin.ListenPort(o.Port, false, "the registry")
+	if err != nil {
+		return err
 	}
 	r.Host = fmt.Sprintf("127.0.0.1:%d", port)
 	config := fmt.Sprintf(`version: 0.1

@@ -142,14 +142,9 @@ func (s *Server) start(bin string, o Options) error {
 	if s.AccessKey == "" || s.SecretKey == "" {
 		s.AccessKey, s.SecretKey = "orderly"+strings.ToLower(rand.Text()[:8]), rand.Text()
 	}
-	port := o.Port
-	if port == 0 {
-		var err error
-		if port, err = standin.FreePort(false); err != nil {
-			return err
-		}
-	} else if !standin.PortFree(port) {
-		return fmt.Errorf("port 127.0.0.1:%d, which the S3 store is to listen on, is taken by another program", port)
+	port, err := standin.ListenPort(o.Port, false, "the S3 store")
+	if err != nil {
+		return err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	s.Endpoint = scheme + "://" + addr
