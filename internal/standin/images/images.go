@@ -220,11 +220,16 @@ func reference(registryHost, repoTag string) (name.Reference, error) {
 // it as registryHost/repoTag over plain HTTP; it returns the image's digest.
 // opts are added to the push (e.g. remote.WithAuth for a registry with passwords).
 func Push(ctx context.Context, registryHost, repoTag string, c Contents, opts ...remote.Option) (string, error) {
-	ref, err := reference(registryHost, repoTag)
+	img, err := c.Image("")
 	if err != nil {
 		return "", err
 	}
-	img, err := c.Image("")
+	return pushImage(ctx, registryHost, repoTag, img, opts)
+}
+
+// pushImage pushes img as registryHost/repoTag and returns its digest.
+func pushImage(ctx context.Context, registryHost, repoTag string, img v1.Image, opts []remote.Option) (string, error) {
+	ref, err := reference(registryHost, repoTag)
 	if err != nil {
 		return "", err
 	}
@@ -290,20 +295,9 @@ func ArtifactImage(data []byte) (v1.Image, error) {
 // PushArtifact pushes an OCI artifact (an image manifest whose config and layer have
 // non-image media types, as Helm charts and signatures have) and returns its digest.
 func PushArtifact(ctx context.Context, registryHost, repoTag string, data []byte, opts ...remote.Option) (string, error) {
-	ref, err := reference(registryHost, repoTag)
-	if err != nil {
-		return "", err
-	}
 	img, err := ArtifactImage(data)
 	if err != nil {
 		return "", err
 	}
-	if err := remote.Write(ref, img, append([]remote.Option{remote.WithContext(ctx)}, opts...)...); err != nil {
-		return "", fmt.Errorf("pushing %s: %w", ref, err)
-	}
-	d, err := img.Digest()
-	if err != nil {
-		return "", err
-	}
-	return d.String(), nil
+	return pushImage(ctx, registryHost, repoTag, img, opts)
 }
