@@ -71,17 +71,27 @@ func variables(c *plugincel.CompositedCompiler, vars []admissionv1.Variable, opt
 	return errors.Join(errs...)
 }
 
+// compileCommon starts the compilation of a policy: its compiler and options, and
+// the errors of its variables and match conditions.
+func compileCommon(hasParams bool, vars []admissionv1.Variable, conds []admissionv1.MatchCondition) (*plugincel.CompositedCompiler, plugincel.OptionalVariableDeclarations, []error, error) {
+	opts := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
+	c, err := plugincel.NewCompositedCompiler(envSet())
+	if err != nil {
+		return nil, opts, nil, err
+	}
+	errs := []error{variables(c, vars, opts)}
+	for i := range conds {
+		errs = append(errs, check("matchCondition", c.CompileCELExpression(boolean(conds[i].Expression), opts, mode)))
+	}
+	return c, opts, errs, nil
+}
+
 // ValidatingAdmissionPolicy compiles every expression of spec: variables, match
 // conditions, validations and their message expressions, audit annotations.
 func ValidatingAdmissionPolicy(spec *admissionv1.ValidatingAdmissionPolicySpec) error {
-	c, err := plugincel.NewCompositedCompiler(envSet())
+	c, opts, errs, err := compileCommon(spec.ParamKind != nil, spec.Variables, spec.MatchConditions)
 	if err != nil {
 		return err
-	}
-	opts := plugincel.OptionalVariableDeclarations{HasParams: spec.ParamKind != nil, HasAuthorizer: true}
-	errs := []error{variables(c, spec.Variables, opts)}
-	for i := range spec.MatchConditions {
-		errs = append(errs, check("matchCondition", c.CompileCELExpression(boolean(spec.MatchConditions[i].Expression), opts, mode)))
 	}
 	msgOpts := opts
 	msgOpts.HasAuthorizer = false
@@ -100,14 +110,9 @@ func ValidatingAdmissionPolicy(spec *admissionv1.ValidatingAdmissionPolicySpec) 
 // MutatingAdmissionPolicy compiles every expression of spec: variables, match
 // conditions and mutations (apply configurations and JSON patches).
 func MutatingAdmissionPolicy(spec *admissionv1.MutatingAdmissionPolicySpec) error {
-	c, err := plugincel.NewCompositedCompiler(envSet())
+	c, opts, errs, err := compileCommon(spec.ParamKind != nil, spec.Variables, spec.MatchConditions)
 	if err != nil {
 		return err
-	}
-	opts := plugincel.OptionalVariableDeclarations{HasParams: spec.ParamKind != nil, HasAuthorizer: true}
-	errs := []error{variables(c, spec.Variables, opts)}
-	for i := range spec.MatchConditions {
-		errs = append(errs, check("matchCondition", c.CompileCELExpression(boolean(spec.MatchConditions[i].Expression), opts, mode)))
 	}
 	patchOpts := opts
 	patchOpts.HasPatchTypes = true
