@@ -13,6 +13,15 @@ import (
 	"orderly.dev/orderly/internal/labels"
 )
 
+// EnsureNamespace creates namespace name unless it exists.
+func EnsureNamespace(ctx context.Context, c client.Client, name, fieldManager string) error {
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.FieldOwner(fieldManager))
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
 // SecretWrite says how WriteSecret writes a Secret.
 type SecretWrite struct {
 	// FieldManager owns the write.
@@ -28,9 +37,8 @@ type SecretWrite struct {
 // label app.kubernetes.io/managed-by: orderly) is never overwritten: it may hold
 // someone's real credentials, and the error says so.
 func WriteSecret(ctx context.Context, c client.Client, key client.ObjectKey, data map[string][]byte, w SecretWrite) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: key.Namespace}}
-	if err := c.Create(ctx, ns, client.FieldOwner(w.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", key.Namespace, err)
+	if err := EnsureNamespace(ctx, c, key.Namespace, w.FieldManager); err != nil {
+		return err
 	}
 	var sec corev1.Secret
 	err := c.Get(ctx, key, &sec)
