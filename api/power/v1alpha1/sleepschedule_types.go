@@ -37,6 +37,10 @@ const (
 	// KEDAPausedReplicasAnnotation, set on a ScaledObject, makes KEDA scale its
 	// target to that many replicas and stop autoscaling it.
 	KEDAPausedReplicasAnnotation = "autoscaling.keda.sh/paused-replicas"
+	// KEDAScaledJobKind is KEDA's ScaledJob, paused with KEDAPausedAnnotation: KEDA
+	// starts no new Jobs for it while the annotation is "true".
+	KEDAScaledJobKind    = "ScaledJob"
+	KEDAPausedAnnotation = "autoscaling.keda.sh/paused"
 )
 
 // PatchType says how the fields of a SleepPatch are written.
@@ -56,18 +60,25 @@ const (
 // SleepField is one field a SleepPatch sets while asleep.
 type SleepField struct {
 	// path is a JSON pointer (RFC 6901) under /spec, such as /spec/replicas or
-	// /spec/redis/replicas (~1 stands for / and ~0 for ~ in a field name). The value
-	// it holds before sleep is recorded on the object and written back on waking; a
-	// field that was absent is removed again.
+	// /spec/redis/replicas, or one annotation, such as
+	// /metadata/annotations/kubeflow-resource-stopped for a kind that stops through an
+	// annotation (~1 stands for / and ~0 for ~ in a field name or annotation key:
+	// /metadata/annotations/example.com~1paused). The value it holds before sleep is
+	// recorded on the object and written back on waking; a field or annotation that
+	// was absent is removed again. Orderly's own annotations (*.orderly.dev/) cannot be
+	// named.
 	// +required
 	// +kubebuilder:validation:MinLength=7
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:XValidation:rule="self.startsWith('/spec/')",message="path must be a JSON pointer under /spec, such as /spec/replicas"
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/spec/') || self.startsWith('/metadata/annotations/')",message="path must be a JSON pointer under /spec, such as /spec/replicas, or an annotation, such as /metadata/annotations/kubeflow-resource-stopped"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/metadata/annotations/') || self.matches('^/metadata/annotations/([^/~]|~[01])+$')",message="an annotation path names one annotation: /metadata/annotations/<key>, with / in the key written ~1"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/metadata/annotations/') || !self.matches('^/metadata/annotations/([^/]*[.])?orderly[.]dev~1')",message="Orderly's own annotations (*.orderly.dev/) cannot be patched"
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(/([^/~]|~[01])+)+$')",message="path must be a JSON pointer (RFC 6901): /-separated non-empty segments, with ~ written only as ~0 or ~1"
 	Path string `json:"path"`
 
 	// value is what the field is set to while asleep, any JSON value (0, false,
-	// "Stopped", ...).
+	// "Stopped", ...); a string for an annotation (the schedule is not Ready, with
+	// reason InvalidSpec, when it is not one).
 	// +required
 	Value apiextensionsv1.JSON `json:"value"`
 }
@@ -99,6 +110,8 @@ type SleepPatch struct {
 //   - KEDA's ScaledObject (keda.sh) without patch: paused with KEDA's
 //     autoscaling.keda.sh/paused-replicas annotation ("0"), which KEDA obeys by
 //     scaling the target to zero itself; its target is left to KEDA;
+//   - KEDA's ScaledJob without patch: paused with KEDA's autoscaling.keda.sh/paused
+//     annotation ("true"), so that KEDA starts no new Jobs (running ones finish);
 //   - any other kind without patch: through its scale subresource, replicas to
 //     sleepReplicas and back, as for Deployments.
 //
@@ -121,9 +134,9 @@ type SleepKind struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Z][A-Za-z0-9]*$')",message="kind must be a kind name such as Rollout: a capital letter, then letters and digits"
 	Kind string `json:"kind"`
 
-	// patch makes the kind sleep by setting fields, for kinds without a scale
-	// subresource; without it the kind sleeps through its scale subresource (or, for
-	// KEDA's ScaledObject, KEDA's pause annotation).
+	// patch makes the kind sleep by setting fields or annotations, for kinds without a
+	// scale subresource; without it the kind sleeps through its scale subresource (or,
+	// for KEDA's ScaledObject and ScaledJob, KEDA's pause annotations).
 	// +optional
 	Patch *SleepPatch `json:"patch,omitempty"`
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,6 +112,18 @@ func isKEDA(gk schema.GroupKind) bool {
 	return gk.Group == powerv1alpha1.KEDAGroup && gk.Kind == powerv1alpha1.KEDAScaledObjectKind
 }
 
+// knownPatches are how kinds Orderly knows sleep when a schedule declares no patch:
+// through their operator's own pause annotation, restored exactly like any patch.
+var knownPatches = map[schema.GroupKind]*powerv1alpha1.SleepPatch{
+	{Group: powerv1alpha1.KEDAGroup, Kind: powerv1alpha1.KEDAScaledJobKind}: {
+		Type: powerv1alpha1.MergePatchType,
+		Fields: []powerv1alpha1.SleepField{{
+			Path:  annotationsPointer + escapeSegment(powerv1alpha1.KEDAPausedAnnotation),
+			Value: apiextensionsv1.JSON{Raw: []byte(`"true"`)},
+		}},
+	},
+}
+
 // resolveKinds finds how each kind of targets.kinds sleeps, and reports those that
 // cannot.
 func resolveKinds(specs []powerv1alpha1.SleepKind, info func(schema.GroupKind) (kit.KindInfo, error)) ([]*extraKind, []kindProblem) {
@@ -137,6 +150,8 @@ func resolveKinds(specs []powerv1alpha1.SleepKind, info func(schema.GroupKind) (
 		switch {
 		case sk.Patch != nil:
 			k.mode = modePatch
+		case knownPatches[gk] != nil:
+			k.spec.Patch, k.mode = knownPatches[gk], modePatch
 		case isKEDA(gk):
 			k.mode = modeKEDA
 		case in.Scale:

@@ -100,9 +100,12 @@ func installTestKinds(t *testing.T) {
 	installCRDFile(t, kedaCRD)
 }
 
-// kedaCRD is a minimal ScaledObject CRD with KEDA's names and required fields
-// (testdata/crds/README.md).
-const kedaCRD = "testdata/crds/keda.sh_scaledobjects.yaml"
+// KEDA's and Kubeflow's own CRDs (testdata/crds/README.md).
+const (
+	kedaCRD          = "testdata/crds/keda.sh_scaledobjects.yaml"
+	kedaScaledJobCRD = "testdata/crds/keda.sh_scaledjobs.yaml"
+	notebookCRD      = "testdata/crds/kubeflow.org_notebooks.yaml"
+)
 
 func installCRDFile(t *testing.T, path string) {
 	t.Helper()
@@ -388,6 +391,8 @@ func TestKindsValidation(t *testing.T) {
 		{"bad group", powerv1alpha1.SleepKind{Group: "Example_com", Kind: "Widget"}, "group must be empty"},
 		{"plural for kind", powerv1alpha1.SleepKind{Group: "example.com", Kind: "widgets"}, "kind must be a kind name"},
 		{"outside spec", powerv1alpha1.SleepKind{Group: "example.com", Kind: "Widget", Patch: patch("", "/metadata/labels")}, "path must be a JSON pointer under /spec"},
+		{"two annotation segments", powerv1alpha1.SleepKind{Group: "example.com", Kind: "Widget", Patch: patch("", "/metadata/annotations/example.com/paused")}, "an annotation path names one annotation"},
+		{"Orderly's annotation", powerv1alpha1.SleepKind{Group: "example.com", Kind: "Widget", Patch: patch("", "/metadata/annotations/power.orderly.dev~1sleep-state")}, "Orderly's own annotations"},
 		{"bad escape", powerv1alpha1.SleepKind{Group: "example.com", Kind: "Widget", Patch: patch("", "/spec/a~2")}, "path must be a JSON pointer (RFC 6901)"},
 		{"empty segment", powerv1alpha1.SleepKind{Group: "example.com", Kind: "Widget", Patch: patch("", "/spec//x")}, "path must be a JSON pointer (RFC 6901)"},
 		{"merge patch into a list", powerv1alpha1.SleepKind{Group: "example.com", Kind: "Widget", Patch: patch(powerv1alpha1.MergePatchType, "/spec/shards/0/replicas")}, "use type JSONPatch"},
@@ -408,6 +413,9 @@ func TestKindsValidation(t *testing.T) {
 			{Group: "", Kind: "ReplicationController"},
 			{Group: "keda.sh", Kind: "ScaledObject"},
 			{Group: "example.com", Kind: "Widget", Patch: patch(powerv1alpha1.JSONPatchType, "/spec/shards/0/replicas", "/spec/a~1b")},
+			{Group: "kubeflow.org", Kind: "Notebook", Patch: &powerv1alpha1.SleepPatch{Fields: []powerv1alpha1.SleepField{
+				{Path: "/metadata/annotations/kubeflow-resource-stopped", Value: jsonValue(`"orderly"`)},
+				{Path: "/metadata/annotations/example.com~1paused", Value: jsonValue(`"true"`)}}}},
 		}
 		s.Exclude.Workloads = []powerv1alpha1.WorkloadRef{{Kind: "Widget", Name: "w"}}
 	}).s

@@ -155,7 +155,9 @@ func (r *Reconciler) writePatched(ctx context.Context, s *powerv1alpha1.SleepSch
 		p.setAnnotation(powerv1alpha1.SleepStateAnnotation, string(raw))
 		p.removeAnnotation(powerv1alpha1.LeftAloneAnnotation)
 		for _, f := range fields {
-			op.fields = append(op.fields, fieldWrite{path: f.Path, value: f.Slept, exists: f.Before != nil})
+			if err := op.set(p, f.Path, f.Slept, f.Before != nil); err != nil {
+				return err
+			}
 		}
 	case actWake:
 		for _, f := range w.record.Fields {
@@ -163,7 +165,9 @@ func (r *Reconciler) writePatched(ctx context.Context, s *powerv1alpha1.SleepSch
 			if err != nil {
 				return err
 			}
-			op.fields = append(op.fields, fieldWrite{path: f.Path, value: f.Before, exists: exists})
+			if err := op.set(p, f.Path, f.Before, exists); err != nil {
+				return err
+			}
 		}
 		p.release()
 	case actRelease:

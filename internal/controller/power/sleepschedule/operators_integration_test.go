@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +21,10 @@ import (
 
 // Tests of SleepSchedule against the ways other operators behave (issue 42).
 
-var notebookGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "Notebook"}
+var (
+	notebookGVK  = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "Notebook"}
+	scaledJobGVK = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledJob"}
+)
 
 // A ScaledObject its user paused with autoscaling.keda.sh/paused: "true" sleeps like
 // any other (paused-replicas "0" on top), and wakes with its annotations exactly as
@@ -135,7 +139,7 @@ func ownedBy(t *testing.T, obj client.Object, owner *unstructured.Unstructured, 
 // sleep as before.
 func TestWorkloadsOwnedByAnotherOperatorAreSkipped(t *testing.T) {
 	installTestKinds(t)
-	installCRD(t, crd(notebookGVK.Group, notebookGVK.Kind, "notebooks", false))
+	installCRDFile(t, notebookCRD)
 	clk := clocktesting.NewFakePassiveClock(wedNoon)
 	startManager(t, clk)
 	ns := "owned"
@@ -234,5 +238,80 @@ func TestKindThatCannotSleepMakesReadyFalse(t *testing.T) {
 		ready := condition(got, powerv1alpha1.ConditionReady)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(ready.Reason).To(Equal(ReasonAsleep))
+	})
+}
+
+// Kinds that stop through an annotation sleep by it: a Kubeflow Notebook through a
+// patch of kubeflow-resource-stopped, a KEDA ScaledJob without any patch through
+// KEDA's autoscaling.keda.sh/paused. Each wakes with its annotations exactly as they
+// were: removed where they were absent, the user's value where there was one. The
+// Notebook's StatefulSet is its controller's: it is skipped, not scaled as well.
+//
+// Neither operator runs here: the test does what the notebook controller would do
+// (its StatefulSet to zero while the Notebook is stopped, and back).
+func TestKindsThatStopThroughAnAnnotation(t *testing.T) {
+	installCRDFile(t, notebookCRD)
+	installCRDFile(t, kedaScaledJobCRD)
+	clk := clocktesting.NewFakePassiveClock(wedNoon)
+	startManager(t, clk)
+	ns := "annotated"
+	namespace(t, ns, nil)
+	lab := custom(t, notebookGVK, ns, `{metadata: {name: lab, annotations: {team: data}}, spec: {template: {spec: {containers: [{name: notebook, image: jupyter}]}}}}`)
+	labSet := statefulSet(t, ns, "lab", 1)
+	ownedBy(t, labSet, lab, true)
+	// Stopped by its user already: the schedule leaves the user's timestamp as it is.
+	custom(t, notebookGVK, ns, `{metadata: {name: old, annotations: {kubeflow-resource-stopped: "2026-11-30T08:00:00Z"}}, spec: {template: {spec: {containers: [{name: notebook, image: jupyter}]}}}}`)
+	job := `spec: {jobTargetRef: {template: {spec: {containers: [{name: worker, image: worker}], restartPolicy: Never}}}, triggers: [{type: cron, metadata: {timezone: UTC, start: "0 8 * * *", end: "0 18 * * *", desiredReplicas: "1"}}]}`
+	custom(t, scaledJobGVK, ns, `{metadata: {name: reports}, `+job+`}`)
+	custom(t, scaledJobGVK, ns, `{metadata: {name: paused-false, annotations: {autoscaling.keda.sh/paused: "false"}}, `+job+`}`)
+	s := newSchedule("annotated", ns).with(func(s *powerv1alpha1.SleepScheduleSpec) {
+		s.Targets.Kinds = []powerv1alpha1.SleepKind{
+			{Group: notebookGVK.Group, Kind: notebookGVK.Kind, Patch: &powerv1alpha1.SleepPatch{Type: powerv1alpha1.MergePatchType,
+				Fields: []powerv1alpha1.SleepField{{Path: "/metadata/annotations/kubeflow-resource-stopped", Value: jsonValue(`"orderly-sleep"`)}}}},
+			{Group: scaledJobGVK.Group, Kind: scaledJobGVK.Kind},
+		}
+	}).create(t)
+	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+
+	clk.SetTime(wedEvening)
+	poke(t, s.Name)
+	got := waitState(t, s.Name, powerv1alpha1.StateAsleep, 4)
+	g := NewWithT(t)
+	g.Expect(getCustom(g, notebookGVK, ns, "lab").GetAnnotations()).To(And(
+		HaveKeyWithValue("kubeflow-resource-stopped", "orderly-sleep"), HaveKeyWithValue("team", "data"), HaveKey(powerv1alpha1.SleepStateAnnotation)))
+	g.Expect(getCustom(g, notebookGVK, ns, "old").GetAnnotations()).To(HaveKeyWithValue("kubeflow-resource-stopped", "orderly-sleep"))
+	g.Expect(getCustom(g, scaledJobGVK, ns, "reports").GetAnnotations()).To(HaveKeyWithValue(powerv1alpha1.KEDAPausedAnnotation, "true"))
+	g.Expect(getCustom(g, scaledJobGVK, ns, "paused-false").GetAnnotations()).To(HaveKeyWithValue(powerv1alpha1.KEDAPausedAnnotation, "true"))
+	var st appsv1.StatefulSet
+	g.Expect(k.Get(context.Background(), client.ObjectKeyFromObject(labSet), &st)).To(Succeed())
+	g.Expect(st.Annotations).NotTo(HaveKey(powerv1alpha1.SleepStateAnnotation), "the Notebook's StatefulSet is its controller's")
+	g.Expect(condition(got, ConditionWorkloadsSkipped).Message).To(ContainSubstring("StatefulSet annotated/lab (owned by Notebook.kubeflow.org annotated/lab, which sleeps instead)"))
+	// What the notebook controller does for a stopped Notebook: Orderly, which left
+	// the StatefulSet to it, neither records nor reverts the change.
+	g.Expect(k.Patch(context.Background(), &st, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`)))).To(Succeed())
+
+	clk.SetTime(thuMorning)
+	poke(t, s.Name)
+	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	lab = getCustom(g, notebookGVK, ns, "lab")
+	g.Expect(lab.GetAnnotations()).To(Equal(map[string]string{"team": "data"}))
+	g.Expect(getCustom(g, notebookGVK, ns, "old").GetAnnotations()).To(Equal(map[string]string{"kubeflow-resource-stopped": "2026-11-30T08:00:00Z"}))
+	g.Expect(getCustom(g, scaledJobGVK, ns, "reports").GetAnnotations()).To(BeEmpty())
+	g.Expect(getCustom(g, scaledJobGVK, ns, "paused-false").GetAnnotations()).To(Equal(map[string]string{powerv1alpha1.KEDAPausedAnnotation: "false"}))
+	g.Expect(k.Get(context.Background(), client.ObjectKeyFromObject(labSet), &st)).To(Succeed())
+	g.Expect(*st.Spec.Replicas).To(BeEquivalentTo(0))
+	g.Expect(st.Annotations).NotTo(HaveKey(powerv1alpha1.LeftAloneAnnotation))
+
+	// An annotation's value must be a string, which the CRD's schema cannot say of
+	// a value of any type: the schedule is not Ready, and nothing changes.
+	setSpec(t, s.Name, func(s *powerv1alpha1.SleepScheduleSpec) {
+		s.Targets.Kinds[0].Patch.Fields[0].Value = jsonValue("true")
+	})
+	eventually(t, func(g Gomega) {
+		got := getSchedule(g, s.Name)
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		ready := condition(got, powerv1alpha1.ConditionReady)
+		g.Expect(ready.Reason).To(Equal(ReasonInvalidSpec))
+		g.Expect(ready.Message).To(ContainSubstring("targets.kinds[0].patch.fields[0].value: the value of the annotation /metadata/annotations/kubeflow-resource-stopped must be a string, not true"))
 	})
 }

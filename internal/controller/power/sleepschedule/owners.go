@@ -59,8 +59,8 @@ func askedKinds(s *powerv1alpha1.SleepSchedule) map[schema.GroupKind]bool {
 }
 
 // kedaPausedAnnotation, "true" on a ScaledObject, makes KEDA stop autoscaling its
-// target and leave it at its current count.
-const kedaPausedAnnotation = "autoscaling.keda.sh/paused"
+// target and leave it at its current count (on a ScaledJob, start no new Jobs).
+const kedaPausedAnnotation = powerv1alpha1.KEDAPausedAnnotation
 
 // kedaUserPaused reports whether the ScaledObject's user paused it at its target's
 // current count: paused "true" without paused-replicas (which wins when both are

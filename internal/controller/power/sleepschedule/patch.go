@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/labels"
 )
 
 // maxCapturedValue bounds what one field of a patched kind may hold to be recorded:
@@ -31,13 +32,17 @@ type fieldRecord struct {
 	Slept  json.RawMessage `json:"slept"`
 }
 
+// annotationsPointer is where the annotations a patch may name are.
+const annotationsPointer = "/metadata/annotations/"
+
 // parsePointer splits a JSON pointer (RFC 6901) into its unescaped segments. Only
-// pointers under /spec are accepted: they are the schedule's, or read from a sleep
-// record that anyone who may edit the object can write, and metadata (Orderly's own
-// label and record, owner references) or status must never be written through them.
+// pointers under /spec and single annotations other than Orderly's own are accepted:
+// they are the schedule's, or read from a sleep record that anyone who may edit the
+// object can write, and Orderly's label and record, owner references or status must
+// never be written through them.
 func parsePointer(p string) ([]string, error) {
-	if !strings.HasPrefix(p, "/spec/") {
-		return nil, fmt.Errorf("%q is not a JSON pointer under /spec", p)
+	if !strings.HasPrefix(p, "/spec/") && !strings.HasPrefix(p, annotationsPointer) {
+		return nil, fmt.Errorf("%q is neither a JSON pointer under /spec nor an annotation (%s<key>)", p, annotationsPointer)
 	}
 	parts := strings.Split(p[1:], "/")
 	for i, s := range parts {
@@ -56,7 +61,34 @@ func parsePointer(p string) ([]string, error) {
 		}
 		parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
 	}
+	if parts[0] == "metadata" {
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%q names more than one annotation: write / in a key as ~1", p)
+		}
+		if labels.IsOrderlyKey(parts[2]) {
+			return nil, fmt.Errorf("%q is Orderly's own annotation, which a patch cannot set", p)
+		}
+	}
 	return parts, nil
+}
+
+// annotationKey is the annotation a field's path names, if it names one (the path
+// was checked by parsePointer).
+func annotationKey(path string) (string, bool) {
+	if !strings.HasPrefix(path, annotationsPointer) {
+		return "", false
+	}
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(path[len(annotationsPointer):]), true
+}
+
+// annotationValue is the string a recorded or configured JSON value of an annotation
+// holds.
+func annotationValue(path string, raw json.RawMessage) (string, error) {
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", fmt.Errorf("the value of the annotation %s must be a string, not %s", path, raw)
+	}
+	return v, nil
 }
 
 // checkPatches reports a field of targets.kinds that cannot be set and restored.
@@ -68,6 +100,11 @@ func checkPatches(spec *powerv1alpha1.SleepScheduleSpec) error {
 		for j, f := range k.Patch.Fields {
 			if _, err := parsePointer(f.Path); err != nil {
 				return fmt.Errorf("targets.kinds[%d].patch.fields[%d].path: %w", i, j, err)
+			}
+			if _, ok := annotationKey(f.Path); ok {
+				if _, err := annotationValue(f.Path, f.Value.Raw); err != nil {
+					return fmt.Errorf("targets.kinds[%d].patch.fields[%d].value: %w", i, j, err)
+				}
 			}
 		}
 	}
@@ -176,6 +213,11 @@ func checkFields(rec []fieldRecord) error {
 		if f.Before != nil && !json.Valid(f.Before) {
 			return fmt.Errorf("the recorded value of %s is not JSON", f.Path)
 		}
+		if _, ok := annotationKey(f.Path); ok && f.Before != nil {
+			if _, err := annotationValue(f.Path, f.Before); err != nil {
+				return fmt.Errorf("the recorded value: %w", err)
+			}
+		}
 	}
 	return nil
 }
@@ -201,6 +243,26 @@ type objectPatch struct {
 	hasLabels, hasAnnotations bool
 	labels, annotations       map[string]*string
 	fields                    []fieldWrite
+}
+
+// set writes the field at path to value (nil removes it; exists says whether the
+// object holds it now). An annotation goes with Orderly's own, through p.
+func (op *objectPatch) set(p *workloadPatch, path string, value json.RawMessage, exists bool) error {
+	key, ok := annotationKey(path)
+	if !ok {
+		op.fields = append(op.fields, fieldWrite{path: path, value: value, exists: exists})
+		return nil
+	}
+	if value == nil {
+		p.removeAnnotation(key)
+		return nil
+	}
+	v, err := annotationValue(path, value)
+	if err != nil {
+		return err
+	}
+	p.setAnnotation(key, v)
+	return nil
 }
 
 // build returns the patch's type and body.

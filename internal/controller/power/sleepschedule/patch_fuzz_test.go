@@ -10,16 +10,20 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/labels"
 )
 
 // FuzzParsePointer reads any string as a sleep field's JSON pointer. Properties: a
-// refusal names the pointer; an accepted one is under /spec, has no empty segment,
+// refusal names the pointer; an accepted one is under /spec or names one annotation
+// that is not Orderly's, has no empty segment,
 // and its segments escaped again give back the pointer (~0 and ~1 round-trip).
 func FuzzParsePointer(f *testing.F) {
 	for _, p := range []string{"/spec/replicas", "/spec/a~1b/c~0d", "/spec/shards/0/replicas", "/metadata/labels/x",
-		"/status/replicas", "/spec", "/spec//replicas", "/spec/a~2", "/spec/a~", "spec/replicas", "/spec/~01", "/spec/list/-"} {
+		"/status/replicas", "/spec", "/spec//replicas", "/spec/a~2", "/spec/a~", "spec/replicas", "/spec/~01", "/spec/list/-",
+		"/metadata/annotations/kubeflow-resource-stopped", "/metadata/annotations/power.orderly.dev~1sleep-state", "/metadata/annotations/a/b"} {
 		f.Add(p)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
@@ -30,7 +34,11 @@ func FuzzParsePointer(f *testing.F) {
 			}
 			return
 		}
-		if len(parts) < 2 || parts[0] != "spec" {
+		key, annotation := annotationKey(p)
+		switch {
+		case annotation && (len(parts) != 3 || parts[2] != key || labels.IsOrderlyKey(key)):
+			t.Fatalf("parsePointer(%q) = %q: not one annotation of anyone but Orderly", p, parts)
+		case !annotation && (len(parts) < 2 || parts[0] != "spec"):
 			t.Fatalf("parsePointer(%q) = %q: not under /spec", p, parts)
 		}
 		var b strings.Builder
@@ -66,6 +74,8 @@ func FuzzSleepPatch(f *testing.F) {
 		{obj, "/spec/shards/-", `{"replicas":0}`, "", "", false},
 		{obj, "/spec/shards/1", `{"replicas":0}`, "", "", false},
 		{obj, "/spec/a~1b", `1`, "/spec/c~0d", `2`, false},
+		{`{"metadata":{"annotations":{"stopped":"x"}},"spec":{}}`, "/metadata/annotations/stopped", `"true"`, "/metadata/annotations/a~1b", `"1"`, true},
+		{obj, "/metadata/annotations/kubeflow-resource-stopped", `"true"`, "/spec/mode", `"Stopped"`, false},
 	} {
 		f.Add(s.doc, s.p1, s.v1, s.p2, s.v2, s.merge)
 	}
@@ -97,6 +107,11 @@ func FuzzSleepPatch(f *testing.F) {
 			if merge && numericSegment(fv[0]) {
 				continue
 			}
+			if _, ok := annotationKey(fv[0]); ok {
+				if _, err := annotationValue(fv[0], json.RawMessage(fv[1])); err != nil {
+					continue
+				}
+			}
 			if len(patch.Fields) > 0 && patch.Fields[0].Path == fv[0] {
 				continue
 			}
@@ -108,7 +123,7 @@ func FuzzSleepPatch(f *testing.F) {
 
 		fields, err := captureFields(content, patch)
 		if err != nil {
-			if !strings.Contains(err.Error(), "/spec/") {
+			if !strings.Contains(err.Error(), "/spec/") && !strings.Contains(err.Error(), annotationsPointer) {
 				t.Fatalf("captureFields: the error %q does not name the field", err)
 			}
 			return
@@ -117,16 +132,23 @@ func FuzzSleepPatch(f *testing.F) {
 		if _, err := parseRecord(string(record), recordPatch); err != nil {
 			t.Fatalf("the record Orderly writes, %s, is refused when read back: %v", record, err)
 		}
-		asleep := &objectPatch{typ: patch.Type, resourceVersion: "1", hasLabels: meta["labels"] != nil, hasAnnotations: meta["annotations"] != nil,
-			labels: map[string]*string{powerv1alpha1.AsleepLabel: ptrTo("s")}, annotations: map[string]*string{powerv1alpha1.SleepStateAnnotation: ptrTo(string(record))}}
+		// As writePatched builds them: Orderly's label and record, the fields, and
+		// the patch's annotations beside Orderly's.
+		asleep := &objectPatch{typ: patch.Type, resourceVersion: "1", hasLabels: meta["labels"] != nil, hasAnnotations: meta["annotations"] != nil}
+		p := newPatch(&unstructured.Unstructured{Object: content})
+		p.markAsleep("s")
+		p.setAnnotation(powerv1alpha1.SleepStateAnnotation, string(record))
 		for _, fr := range fields {
-			asleep.fields = append(asleep.fields, fieldWrite{path: fr.Path, value: fr.Slept, exists: fr.Before != nil})
+			if err := asleep.set(p, fr.Path, fr.Slept, fr.Before != nil); err != nil {
+				t.Fatalf("setting %s: %v", fr.Path, err)
+			}
 		}
+		asleep.labels, asleep.annotations = p.labels, p.annotations
 		slept, ok := applyObjectPatch(t, content, asleep)
 		if !ok {
 			return // the API server refuses it (an add below a missing parent): reported, nothing written
 		}
-		onlySpecAndOrderlysMetadata(t, content, slept)
+		onlySpecAndOrderlysMetadata(t, content, slept, fields)
 		if !overlapping(fields) {
 			for _, fr := range fields {
 				got, found, err := valueAt(slept, fr.Path)
@@ -139,27 +161,37 @@ func FuzzSleepPatch(f *testing.F) {
 			t.Fatalf("an object just put to sleep is taken for changed by someone else: %v", slept)
 		}
 
-		awake := &objectPatch{typ: patch.Type, resourceVersion: "1", hasLabels: true, hasAnnotations: true,
-			labels: map[string]*string{powerv1alpha1.AsleepLabel: nil}, annotations: map[string]*string{powerv1alpha1.SleepStateAnnotation: nil}}
+		awake := &objectPatch{typ: patch.Type, resourceVersion: "1", hasLabels: true, hasAnnotations: true}
+		p = newPatch(&unstructured.Unstructured{Object: slept})
+		p.release()
 		for _, fr := range fields {
 			_, exists, err := valueAt(slept, fr.Path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			awake.fields = append(awake.fields, fieldWrite{path: fr.Path, value: fr.Before, exists: exists})
+			if err := awake.set(p, fr.Path, fr.Before, exists); err != nil {
+				t.Fatalf("restoring %s: %v", fr.Path, err)
+			}
 		}
+		awake.labels, awake.annotations = p.labels, p.annotations
 		woken, ok := applyObjectPatch(t, slept, awake)
 		if !ok {
 			t.Fatalf("the wake patch of %s is refused; asleep: %v", record, slept)
 		}
-		onlySpecAndOrderlysMetadata(t, slept, woken)
+		onlySpecAndOrderlysMetadata(t, slept, woken, fields)
 		if !merge && !reflect.DeepEqual(woken["spec"], content["spec"]) {
 			t.Fatalf("woken, spec is %v; before sleep it was %v (record %s)", woken["spec"], content["spec"], record)
 		}
+		for _, fr := range fields {
+			if _, ok := annotationKey(fr.Path); !ok {
+				continue
+			}
+			if got, found, _ := valueAt(woken, fr.Path); found != (fr.Before != nil) || found && !sameJSON(got, fr.Before) {
+				t.Fatalf("woken, %s holds %s (found %v); before sleep it held %s", fr.Path, got, found, fr.Before)
+			}
+		}
 	})
 }
-
-func ptrTo(s string) *string { return &s }
 
 // numericSegment is the API's rule for merge patches: no segment of digits.
 func numericSegment(p string) bool {
@@ -216,8 +248,14 @@ func applyObjectPatch(t *testing.T, doc map[string]any, p *objectPatch) (map[str
 }
 
 // onlySpecAndOrderlysMetadata fails when after differs from before outside spec, but
-// for Orderly's label and annotations.
-func onlySpecAndOrderlysMetadata(t *testing.T, before, after map[string]any) {
+// for Orderly's label and annotations and the annotations the fields name.
+func onlySpecAndOrderlysMetadata(t *testing.T, before, after map[string]any, fields []fieldRecord) {
+	patched := map[string]bool{powerv1alpha1.AsleepLabel: true, powerv1alpha1.SleepStateAnnotation: true}
+	for _, fr := range fields {
+		if key, ok := annotationKey(fr.Path); ok {
+			patched[key] = true
+		}
+	}
 	t.Helper()
 	strip := func(doc map[string]any) map[string]any {
 		out := map[string]any{}
@@ -236,7 +274,7 @@ func onlySpecAndOrderlysMetadata(t *testing.T, before, after map[string]any) {
 			kv, _ := m[key].(map[string]any)
 			rest := map[string]any{}
 			for k, v := range kv {
-				if k != powerv1alpha1.AsleepLabel && k != powerv1alpha1.SleepStateAnnotation {
+				if !patched[k] {
 					rest[k] = v
 				}
 			}

@@ -2,8 +2,15 @@ package sleepschedule
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	"orderly.dev/orderly/internal/kit"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +39,15 @@ func TestParsePointer(t *testing.T) {
 		{"/spec/shards/-", nil, true},
 		{"/spec/shards/-/replicas", nil, true},
 		{"/spec/a-b/-c", []string{"spec", "a-b", "-c"}, false},
+		// One annotation, of anyone but Orderly (its record and label live there).
+		{"/metadata/annotations/kubeflow-resource-stopped", []string{"metadata", "annotations", "kubeflow-resource-stopped"}, false},
+		{"/metadata/annotations/autoscaling.keda.sh~1paused", []string{"metadata", "annotations", "autoscaling.keda.sh/paused"}, false},
+		{"/metadata/annotations/power.orderly.dev~1sleep-state", nil, true},
+		{"/metadata/annotations/orderly.dev~1x", nil, true},
+		{"/metadata/annotations/a/b", nil, true},
+		{"/metadata/annotations", nil, true},
+		{"/metadata/annotations/", nil, true},
+		{"/metadata/ownerReferences/0", nil, true},
 	}
 	for _, tt := range tests {
 		got, err := parsePointer(tt.in)
@@ -119,11 +135,13 @@ func TestCaptureFieldsAndChanges(t *testing.T) {
 
 func TestCheckFieldsRefusesWhatCannotBeRestored(t *testing.T) {
 	for name, rec := range map[string][]fieldRecord{
-		"none":             nil,
-		"outside spec":     {{Path: "/metadata/ownerReferences", Before: json.RawMessage("[]"), Slept: json.RawMessage("0")}},
-		"bad pointer":      {{Path: "/spec/a~9", Slept: json.RawMessage("0")}},
-		"not JSON":         {{Path: "/spec/replicas", Before: json.RawMessage("{"), Slept: json.RawMessage("0")}},
-		"too large to set": {{Path: "/spec/replicas", Before: json.RawMessage(`"` + strings.Repeat("x", maxCapturedValue) + `"`), Slept: json.RawMessage("0")}},
+		"none":                    nil,
+		"outside spec":            {{Path: "/metadata/ownerReferences", Before: json.RawMessage("[]"), Slept: json.RawMessage("0")}},
+		"bad pointer":             {{Path: "/spec/a~9", Slept: json.RawMessage("0")}},
+		"not JSON":                {{Path: "/spec/replicas", Before: json.RawMessage("{"), Slept: json.RawMessage("0")}},
+		"too large to set":        {{Path: "/spec/replicas", Before: json.RawMessage(`"` + strings.Repeat("x", maxCapturedValue) + `"`), Slept: json.RawMessage("0")}},
+		"Orderly's record":        {{Path: "/metadata/annotations/power.orderly.dev~1sleep-state", Before: json.RawMessage(`"x"`), Slept: json.RawMessage(`"y"`)}},
+		"annotation not a string": {{Path: "/metadata/annotations/a", Before: json.RawMessage(`3`), Slept: json.RawMessage(`"y"`)}},
 	} {
 		if err := checkFields(rec); err == nil {
 			t.Errorf("%s: checkFields accepted %v", name, rec)
@@ -188,5 +206,63 @@ func TestCheckPatches(t *testing.T) {
 	spec.Targets.Kinds[1].Patch.Fields = spec.Targets.Kinds[1].Patch.Fields[:1]
 	if err := checkPatches(spec); err != nil {
 		t.Fatalf("checkPatches of a good patch: %v", err)
+	}
+	spec.Targets.Kinds[1].Patch.Fields = append(spec.Targets.Kinds[1].Patch.Fields, field("/metadata/annotations/stopped", "true"))
+	if err := checkPatches(spec); err == nil || !strings.Contains(err.Error(), "fields[1].value") || !strings.Contains(err.Error(), "must be a string") {
+		t.Fatalf("checkPatches = %v, want an annotation's value that is not a string refused", err)
+	}
+	spec.Targets.Kinds[1].Patch.Fields[1] = field("/metadata/annotations/stopped", `"true"`)
+	if err := checkPatches(spec); err != nil {
+		t.Fatalf("checkPatches of an annotation: %v", err)
+	}
+}
+
+// An annotation of a patch is written beside Orderly's own, in both patch types:
+// set while asleep, then put back or removed.
+func TestAnnotationFieldsGoWithOrderlysOwn(t *testing.T) {
+	from := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{"stopped": "by-hand"}}}}
+	for _, tt := range []struct {
+		name   string
+		value  json.RawMessage
+		exists bool
+		want   map[string]*string
+	}{
+		{"set", json.RawMessage(`"2026-12-07T00:00:00Z"`), false, map[string]*string{"stopped": ptr.To("2026-12-07T00:00:00Z")}},
+		{"put back", json.RawMessage(`"by-hand"`), true, map[string]*string{"stopped": ptr.To("by-hand")}},
+		{"removed when it was absent", nil, true, map[string]*string{"stopped": nil}},
+	} {
+		op, p := &objectPatch{}, newPatch(from)
+		if err := op.set(p, "/metadata/annotations/stopped", tt.value, tt.exists); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if len(op.fields) != 0 || !reflect.DeepEqual(p.annotations, tt.want) {
+			t.Errorf("%s: fields %v, annotations %v, want no fields and %v", tt.name, op.fields, p.annotations, tt.want)
+		}
+	}
+	op, p := &objectPatch{}, newPatch(from)
+	if err := op.set(p, "/metadata/annotations/stopped", json.RawMessage(`1`), false); err == nil {
+		t.Error("an annotation set to a number was accepted")
+	}
+	if err := op.set(p, "/spec/replicas", json.RawMessage(`0`), true); err != nil || len(op.fields) != 1 || len(p.annotations) != 0 {
+		t.Errorf("a spec field: %v, fields %v, annotations %v", err, op.fields, p.annotations)
+	}
+}
+
+// A ScaledJob without a patch sleeps through KEDA's paused annotation.
+func TestScaledJobSleepsThroughKEDAsAnnotation(t *testing.T) {
+	info := func(schema.GroupKind) (kit.KindInfo, error) {
+		return kit.KindInfo{Version: "v1alpha1", Resource: "scaledjobs", Namespaced: true}, nil
+	}
+	kinds, problems := resolveKinds([]powerv1alpha1.SleepKind{{Group: "keda.sh", Kind: "ScaledJob"}}, info)
+	if len(problems) != 0 || len(kinds) != 1 || kinds[0].mode != modePatch {
+		t.Fatalf("resolveKinds = %v, %v: want one kind sleeping by patch", kinds, problems)
+	}
+	f := kinds[0].spec.Patch.Fields
+	if len(f) != 1 || f[0].Path != "/metadata/annotations/autoscaling.keda.sh~1paused" || string(f[0].Value.Raw) != `"true"` {
+		t.Errorf("the ScaledJob's patch = %+v", f)
+	}
+	if err := checkPatches(&powerv1alpha1.SleepScheduleSpec{Targets: powerv1alpha1.SleepTargets{Kinds: []powerv1alpha1.SleepKind{kinds[0].spec}}}); err != nil {
+		t.Errorf("the built-in patch does not pass the schedule's own check: %v", err)
 	}
 }
