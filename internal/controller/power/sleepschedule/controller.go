@@ -63,6 +63,11 @@ type Reconciler struct {
 	// KindsRecheck is how often a schedule that names targets.kinds is reconciled
 	// again while one of them is not watched; DefaultKindsRecheck when zero.
 	KindsRecheck time.Duration
+	// SleepEffectiveAfter is how long an object of targets.kinds held asleep may
+	// still run more replicas than it was scaled to before it is reported;
+	// DefaultSleepEffectiveAfter when zero (effect.go).
+	SleepEffectiveAfter time.Duration
+	running             runningSince
 
 	poolOnce sync.Once
 	writes   *writePool
@@ -246,8 +251,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		serr := r.updateStatus(ctx, &s, &observation{now: now, listFailed: err})
 		return ctrl.Result{}, errors.Join(err, serr)
 	}
+	var effectRecheck time.Duration
 	if !s.Spec.Suspend && !s.Spec.DryRun {
 		r.apply(ctx, &s, obs)
+		effectRecheck = r.checkSleepTookEffect(&s, obs)
 	}
 	if err := r.updateStatus(ctx, &s, obs); err != nil {
 		if apierrors.IsConflict(err) {
@@ -268,6 +275,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if recheck := r.kindsRecheck(ctx, &s, obs.kindProblems); recheck > 0 {
 			wait = recheck
 		}
+	}
+	if effectRecheck > 0 {
+		wait = min(wait, effectRecheck)
 	}
 	if obs.hasNext {
 		// A little past the transition, so that a timer firing early does not find
@@ -308,5 +318,6 @@ func (r *Reconciler) finalize(ctx context.Context, s *powerv1alpha1.SleepSchedul
 		return err
 	}
 	series.Forget(client.ObjectKeyFromObject(s))
+	r.running.forget(client.ObjectKeyFromObject(s))
 	return nil
 }

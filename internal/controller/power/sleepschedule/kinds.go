@@ -290,26 +290,38 @@ func (r *Reconciler) observeObject(ctx context.Context, s *powerv1alpha1.SleepSc
 	if w.extra.mode != modeScale || w.obj.GetLabels()[powerv1alpha1.AsleepLabel] != s.Name {
 		return nil
 	}
-	replicas, _, err := r.getScale(ctx, w)
-	w.value = replicas
+	sc, err := r.getScale(ctx, w)
+	w.value, w.running = sc.replicas, sc.running
 	return err
 }
 
-// getScale reads the object's scale subresource: its replicas and resourceVersion.
-func (r *Reconciler) getScale(ctx context.Context, w *workload) (int32, string, error) {
+// scaleState is what an object's scale subresource says: the replicas asked for,
+// how many run by the object's own status (its CRD's statusReplicasPath; 0 when the
+// object's status does not say), and the object's resourceVersion.
+type scaleState struct {
+	replicas, running int32
+	resourceVersion   string
+}
+
+// getScale reads the object's scale subresource.
+func (r *Reconciler) getScale(ctx context.Context, w *workload) (scaleState, error) {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(w.extra.gvk())
 	obj.SetNamespace(w.obj.GetNamespace())
 	obj.SetName(w.obj.GetName())
 	scale := &unstructured.Unstructured{}
 	if err := r.SubResource("scale").Get(ctx, obj, scale); err != nil {
-		return 0, "", fmt.Errorf("reading the scale of %s: %w", w.id(), err)
+		return scaleState{}, fmt.Errorf("reading the scale of %s: %w", w.id(), err)
 	}
 	replicas, _, err := unstructured.NestedInt64(scale.Object, "spec", "replicas")
 	if err != nil {
-		return 0, "", fmt.Errorf("reading the scale of %s: %w", w.id(), err)
+		return scaleState{}, fmt.Errorf("reading the scale of %s: %w", w.id(), err)
 	}
-	return int32(replicas), scale.GetResourceVersion(), nil
+	running, _, err := unstructured.NestedInt64(scale.Object, "status", "replicas")
+	if err != nil {
+		return scaleState{}, fmt.Errorf("reading the scale of %s: %w", w.id(), err)
+	}
+	return scaleState{replicas: int32(replicas), running: int32(running), resourceVersion: scale.GetResourceVersion()}, nil
 }
 
 // kedaTarget is the kind and name of the workload a ScaledObject scales

@@ -192,18 +192,18 @@ func (r *Reconciler) writePatched(ctx context.Context, s *powerv1alpha1.SleepSch
 func (r *Reconciler) writeScaled(ctx context.Context, s *powerv1alpha1.SleepSchedule, w *workload, sleepReplicas int32) error {
 	switch w.act {
 	case actSleep:
-		replicas, rv, err := r.getScale(ctx, w)
+		sc, err := r.getScale(ctx, w)
 		if err != nil {
 			return err
 		}
 		from := w.obj.DeepCopyObject().(client.Object)
-		from.SetResourceVersion(rv)
-		raw, _ := json.Marshal(sleepRecord{Replicas: &replicas, SleepReplicas: &sleepReplicas})
+		from.SetResourceVersion(sc.resourceVersion)
+		raw, _ := json.Marshal(sleepRecord{Replicas: &sc.replicas, SleepReplicas: &sleepReplicas})
 		p := newPatch(from)
 		p.markAsleep(s.Name)
 		p.setAnnotation(powerv1alpha1.SleepStateAnnotation, string(raw))
 		p.removeAnnotation(powerv1alpha1.LeftAloneAnnotation)
-		rv, err = r.patchKindMetadata(ctx, w, p)
+		rv, err := r.patchKindMetadata(ctx, w, p)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,9 @@ package sleepschedule
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -314,4 +316,82 @@ func TestKindsThatStopThroughAnAnnotation(t *testing.T) {
 		g.Expect(ready.Reason).To(Equal(ReasonInvalidSpec))
 		g.Expect(ready.Message).To(ContainSubstring("targets.kinds[0].patch.fields[0].value: the value of the annotation /metadata/annotations/kubeflow-resource-stopped must be a string, not true"))
 	})
+}
+
+var kafkaNodePoolGVK = schema.GroupVersionKind{Group: "kafka.strimzi.io", Version: "v1", Kind: "KafkaNodePool"}
+
+// setBrokers writes what Strimzi reports in a KafkaNodePool's status: how many
+// brokers run (the CRD's statusReplicasPath).
+func setBrokers(t *testing.T, name string, n int64) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kafkaNodePoolGVK)
+	u.SetNamespace("kafka-pools")
+	u.SetName(name)
+	body := fmt.Sprintf(`{"status":{"replicas":%d,"observedGeneration":1}}`, n)
+	NewWithT(t).Expect(k.Status().Patch(context.Background(), u, client.RawPatch(types.MergePatchType, []byte(body)))).To(Succeed())
+}
+
+// A KafkaNodePool whose brokers Strimzi keeps (they hold partition replicas) still
+// runs them by its own status after Orderly scaled it to zero: once that has lasted
+// SleepEffectiveAfter, the schedule says so in WorkloadsStillRunning (with Strimzi's
+// way out), in Ready's message and in one Warning Event, and no longer once the
+// brokers are gone. A pool whose operator stops its brokers is never reported.
+//
+// Strimzi does not run here: the test writes the status it would (status.replicas
+// kept at 3 for the refused pool, 0 for the other).
+func TestSleepThatDidNotTakeEffectIsReported(t *testing.T) {
+	installCRDFile(t, "testdata/crds/kafka.strimzi.io_kafkanodepools.yaml")
+	clk := clocktesting.NewFakePassiveClock(wedNoon)
+	startManager(t, clk)
+	ns := "kafka-pools"
+	namespace(t, ns, nil)
+	pool := `spec: {replicas: 3, roles: [broker], storage: {type: ephemeral}}`
+	custom(t, kafkaNodePoolGVK, ns, `{metadata: {name: brokers, labels: {strimzi.io/cluster: events}}, `+pool+`}`)
+	custom(t, kafkaNodePoolGVK, ns, `{metadata: {name: empty, labels: {strimzi.io/cluster: events}}, `+pool+`}`)
+	setBrokers(t, "brokers", 3)
+	setBrokers(t, "empty", 3)
+	s := newSchedule("kafka-pools", ns).with(func(s *powerv1alpha1.SleepScheduleSpec) {
+		s.Targets.Kinds = []powerv1alpha1.SleepKind{{Group: kafkaNodePoolGVK.Group, Kind: kafkaNodePoolGVK.Kind}}
+	}).create(t)
+	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+
+	clk.SetTime(wedEvening)
+	poke(t, s.Name)
+	got := waitState(t, s.Name, powerv1alpha1.StateAsleep, 2)
+	g := NewWithT(t)
+	g.Expect(condition(got, ConditionWorkloadsStillRunning).Status).To(Equal(metav1.ConditionFalse), "not yet: operators take a while")
+	// What Strimzi does: the empty pool's brokers go, the other's are kept.
+	setBrokers(t, "empty", 0)
+
+	clk.SetTime(wedEvening.Add(DefaultSleepEffectiveAfter + time.Minute))
+	poke(t, s.Name)
+	eventually(t, func(g Gomega) {
+		got := getSchedule(g, s.Name)
+		c := condition(got, ConditionWorkloadsStillRunning)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(ReasonReplicasKept))
+		g.Expect(c.Message).To(ContainSubstring("1 workload(s) asleep still run pods"))
+		g.Expect(c.Message).To(ContainSubstring("KafkaNodePool.kafka.strimzi.io kafka-pools/brokers (3 replica(s) run, more than 5m0s after it was scaled to 0; Strimzi keeps the brokers that hold partition replicas"))
+		g.Expect(c.Message).To(ContainSubstring(`strimzi.io/skip-broker-scaledown-check="true"`))
+		g.Expect(c.Message).NotTo(ContainSubstring("kafka-pools/empty"))
+		g.Expect(condition(got, powerv1alpha1.ConditionReady).Message).To(ContainSubstring("; 1 asleep still run pods (see the WorkloadsStillRunning condition)"))
+		g.Expect(eventsFor(g, s.Name, ReasonReplicasKept)).To(HaveLen(1))
+	})
+	poke(t, s.Name)
+	consistently(t, func(g Gomega) { g.Expect(eventsFor(g, s.Name, ReasonReplicasKept)).To(HaveLen(1)) })
+
+	// The partitions moved, Strimzi removes the brokers; the schedule looks again
+	// SleepEffectiveAfter later (here: at once).
+	setBrokers(t, "brokers", 0)
+	poke(t, s.Name)
+	eventually(t, func(g Gomega) {
+		c := condition(getSchedule(g, s.Name), ConditionWorkloadsStillRunning)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(ReasonNoneRunning))
+	})
+	clk.SetTime(thuMorning)
+	poke(t, s.Name)
+	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	g.Expect(getCustom(g, kafkaNodePoolGVK, ns, "brokers").Object["spec"]).To(HaveKeyWithValue("replicas", int64(3)))
 }

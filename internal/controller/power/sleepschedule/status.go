@@ -356,6 +356,14 @@ func setConditions(cond kit.Conditions, s *powerv1alpha1.SleepSchedule, obs *obs
 	} else {
 		cond.False(ConditionWorkloadsSkipped, ReasonNoneSkipped, "No workload the schedule selects is left awake because another operator controls it")
 	}
+	switch _, msg := stillRunningSummary(obs); {
+	case !obs.hasKinds:
+		cond.Remove(ConditionWorkloadsStillRunning)
+	case msg != "":
+		cond.True(ConditionWorkloadsStillRunning, ReasonReplicasKept, msg)
+	default:
+		cond.False(ConditionWorkloadsStillRunning, ReasonNoneRunning, "No object of targets.kinds held asleep runs more replicas than it was scaled to, by its own status")
+	}
 }
 
 // setReady decides the Ready condition: suspended, a kind of targets.kinds that
@@ -412,6 +420,9 @@ func readySummary(obs *observation, t *workloadTally, until string) string {
 	}
 	if n := skippedCount(obs); n > 0 {
 		summary += fmt.Sprintf("; %d skipped (see the %s condition)", n, ConditionWorkloadsSkipped)
+	}
+	if n, _ := stillRunningSummary(obs); n > 0 {
+		summary += fmt.Sprintf("; %d asleep still run pods (see the %s condition)", n, ConditionWorkloadsStillRunning)
 	}
 	if _, missing := splitKindProblems(obs.kindProblems); len(missing) > 0 {
 		summary += fmt.Sprintf("; not served, so nothing of them to sleep (see %s): %s", powerv1alpha1.ConditionKindsAvailable, kit.FirstN(problemKinds(missing), namesLimit))
@@ -488,6 +499,12 @@ func (r *Reconciler) emitEvents(s *powerv1alpha1.SleepSchedule, obs *observation
 		p := obs.kindProblems[0]
 		if c := meta.FindStatusCondition(s.Status.Conditions, powerv1alpha1.ConditionKindsAvailable); c == nil || c.Status != metav1.ConditionFalse || c.Reason != p.reason {
 			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, p.reason, "Observe", "%s", kit.Truncate(kindsMessage(obs.kindProblems), 1024))
+		}
+	}
+	if _, msg := stillRunningSummary(obs); msg != "" {
+		// Once per change of what still runs, not at every reconcile.
+		if c := meta.FindStatusCondition(s.Status.Conditions, ConditionWorkloadsStillRunning); c == nil || c.Status != metav1.ConditionTrue || c.Message != msg {
+			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonReplicasKept, "Sleep", "%s", msg)
 		}
 	}
 	if reason, msg := skippedSummary(obs); reason != "" {

@@ -54,6 +54,11 @@ type workload struct {
 	obj   client.Object // from the cache: never modified
 	// value is the replica count, or for a CronJob 1 when suspended and 0 otherwise.
 	value int32
+	// running is how many replicas an object of a kind with a scale subresource runs
+	// by its own status (read only while this schedule holds it asleep), and
+	// stillRunning why its sleep has not taken effect ("" when it has: effect.go).
+	running      int32
+	stillRunning string
 	// halfWoken: a kind with a scale subresource whose replicas were restored but
 	// whose record was not removed (two requests); it is released without an Event.
 	halfWoken bool
