@@ -130,11 +130,27 @@ type VirtualServiceTraffic struct {
 	// name of an existing VirtualService in the Canary's namespace. Orderly sets the
 	// weights of its http routes' destinations whose host is the <target>-primary or
 	// <target>-canary Service (short or cluster-local name), adding the canary next
-	// to the primary, and touches nothing else.
+	// to the primary when the first step starts (not before: an idle Canary leaves
+	// the VirtualService as it was written), and touches nothing else. The canary's
+	// destination has the primary's host form and port but not its subset: a subset
+	// names a DestinationRule subset of the primary's host, which the canary's
+	// Service does not have.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
+
+	// routes names the http routes (by their name field) whose weights Orderly sets.
+	// Without it, every http route that sends traffic to the primary, except routes
+	// that match requests by header or query parameter: those pick particular
+	// clients (testers pinned to a version, a debug header), which a canary's share
+	// of traffic is not for.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	Routes []string `json:"routes,omitempty"`
 }
 
 // Traffic says where Orderly shifts traffic between primary and canary. Both may be

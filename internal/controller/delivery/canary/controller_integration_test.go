@@ -579,31 +579,15 @@ func TestSampleIsAccepted(t *testing.T) {
 	t.Fatal("no Canary in the sample")
 }
 
-// virtualServiceCRD is enough of Istio's VirtualService CRD for the API server to
-// serve the kind: Orderly reads and writes it as unstructured.
-const virtualServiceCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: virtualservices.networking.istio.io
-spec:
-  group: networking.istio.io
-  names: {kind: VirtualService, listKind: VirtualServiceList, plural: virtualservices, singular: virtualservice}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-`
+// virtualServiceCRD is Istio's own (testdata/crds/README.md).
+const virtualServiceCRD = "testdata/crds/networking.istio.io_virtualservices.yaml"
 
-// An Istio VirtualService of the user's: Orderly sets the weights of the routes to
-// the primary and adds the canary's destination in the same host form.
+// An Istio VirtualService of the user's: Orderly leaves it as written until the
+// first step, then sets the weights of the routes to the primary and adds the
+// canary's destination in the same host form, without the primary's subset. A
+// route that picks testers by header is left alone throughout.
 func TestVirtualServiceRouteWeights(t *testing.T) {
-	_, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{writeTemp(t, virtualServiceCRD)}})
+	_, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{virtualServiceCRD}})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	ns := newNamespace(t)
 	healthy(t, ns, "cart")
@@ -615,45 +599,57 @@ metadata: {name: cart}
 spec:
   hosts: [cart.example.com]
   http:
-  - route:
-    - destination: {host: cart-primary.`+ns+`.svc.cluster.local, port: {number: 8080}}
+  - name: testers
+    match: [{headers: {x-tester: {exact: "yes"}}}]
+    route:
+    - destination: {host: cart-primary.`+ns+`.svc.cluster.local, port: {number: 8080}, subset: stable}
+  - name: main
+    route:
+    - destination: {host: cart-primary.`+ns+`.svc.cluster.local, port: {number: 8080}, subset: stable}
 `), &vs.Object)).To(Succeed())
 	vs.SetNamespace(ns)
 	NewWithT(t).Expect(k.Create(context.Background(), vs)).To(Succeed())
 	c := canaryFor(ns, "cart", 4*time.Second, 40)
 	c.Spec.Traffic = deliveryv1alpha1.Traffic{VirtualService: &deliveryv1alpha1.VirtualServiceTraffic{Name: "cart"}}
 	initializedCanary(t, c)
-	weights := func(g Gomega) map[string]int64 {
+	// weights are the destinations of one route: host (and subset) to weight, -1
+	// for none.
+	weights := func(g Gomega, route string) map[string]int64 {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(virtualServiceKind.WithVersion("v1"))
 		g.Expect(k.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cart"}, u)).To(Succeed())
 		http, _, _ := unstructured.NestedSlice(u.Object, "spec", "http")
 		out := map[string]int64{}
-		for _, d := range asMap(http[0])["route"].([]any) {
-			host, _, _ := unstructured.NestedString(asMap(d), "destination", "host")
-			out[host] = intOf(asMap(d)["weight"], -1)
+		for _, r := range http {
+			if asMap(r)["name"] != route {
+				continue
+			}
+			for _, d := range asMap(r)["route"].([]any) {
+				host, _, _ := unstructured.NestedString(asMap(d), "destination", "host")
+				if subset, _, _ := unstructured.NestedString(asMap(d), "destination", "subset"); subset != "" {
+					host += "/" + subset
+				}
+				out[host] = intOf(asMap(d)["weight"], -1)
+			}
 		}
 		return out
 	}
 	primaryHost, canaryHost := "cart-primary."+ns+".svc.cluster.local", "cart-canary."+ns+".svc.cluster.local"
-	eventually(t, func(g Gomega) {
-		g.Expect(weights(g)).To(Equal(map[string]int64{primaryHost: 100, canaryHost: 0}))
-	})
+	asWritten := map[string]int64{primaryHost + "/stable": -1}
+	NewWithT(t).Consistently(func(g Gomega) {
+		g.Expect(weights(g, "main")).To(Equal(asWritten), "an idle Canary leaves the VirtualService as written")
+	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
 	setImage(t, ns, "cart", "shop:2")
 	eventually(t, func(g Gomega) {
-		g.Expect(weights(g)).To(Equal(map[string]int64{primaryHost: 60, canaryHost: 40}))
+		g.Expect(weights(g, "main")).To(Equal(map[string]int64{primaryHost + "/stable": 60, canaryHost: 40}))
+		g.Expect(weights(g, "testers")).To(Equal(asWritten))
 	})
 	eventually(t, func(g Gomega) {
 		g.Expect(getCanary(g, ns, "cart").Status.Phase).To(Equal(deliveryv1alpha1.PhaseSucceeded))
-		g.Expect(weights(g)).To(Equal(map[string]int64{primaryHost: 100, canaryHost: 0}))
+		g.Expect(weights(g, "main")).To(Equal(map[string]int64{primaryHost + "/stable": 100, canaryHost: 0}))
 	})
-}
-
-func writeTemp(t *testing.T, content string) string {
-	t.Helper()
-	dir := t.TempDir()
-	NewWithT(t).Expect(os.WriteFile(filepath.Join(dir, "crd.yaml"), []byte(content), 0o600)).To(Succeed())
-	return dir
+	g := NewWithT(t)
+	g.Expect(weights(g, "testers")).To(Equal(asWritten))
 }
 
 // A restart of the manager mid-analysis resumes at the same step and weight, from

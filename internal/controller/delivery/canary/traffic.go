@@ -123,12 +123,16 @@ func (r *Reconciler) observeRouter(ctx context.Context, c *deliveryv1alpha1.Cana
 	case kindHTTPRoute:
 		o.weight, found = httpRouteWeight(u, c.Namespace, primary, canary)
 	case kindVirtualService:
-		o.weight, found = virtualServiceWeight(u, c.Namespace, primary, canary)
+		o.weight, found = virtualServiceWeight(u, c.Namespace, primary, canary, c.Spec.Traffic.VirtualService.Routes)
 	}
 	o.status.CanaryWeight = &o.weight
 	if !found && !rt.create {
 		o.reason = "RouteNotReferencing"
 		o.message = fmt.Sprintf("%s %s sends no traffic to Service %s: point a rule at it, and Orderly adds %s next to it", rt.kind, rt.name, primary, canary)
+		if rt.kind == kindVirtualService {
+			o.message = fmt.Sprintf("VirtualService %s sends no traffic to Service %s in the http routes Orderly shifts (%s): point one at it, and Orderly adds %s next to it when the first step starts",
+				rt.name, primary, shiftedRoutes(c.Spec.Traffic.VirtualService.Routes), canary)
+		}
 	}
 	if rt.create {
 		// A route Orderly created keeps only hostnames the namespace still holds.
@@ -196,7 +200,7 @@ func (r *Reconciler) writeWeight(ctx context.Context, c *deliveryv1alpha1.Canary
 		w, err = setHTTPRouteWeights(updated, c.Namespace, primary, canary, port, weight)
 		changed = changed || w
 	case kindVirtualService:
-		changed, err = setVirtualServiceWeights(updated, c.Namespace, primary, canary, weight)
+		changed, err = setVirtualServiceWeights(updated, c.Namespace, primary, canary, weight, c.Spec.Traffic.VirtualService.Routes)
 	}
 	if err != nil || !changed {
 		return err
@@ -423,14 +427,44 @@ func canaryHost(primaryHost, primary, canary string) string {
 	return canary + strings.TrimPrefix(primaryHost, primary)
 }
 
+// shiftsRoute says whether Orderly sets the weights of one http route of a
+// VirtualService: one named in routes, or, when routes is empty, one that does not
+// pick its requests by header or query parameter (VirtualServiceTraffic.Routes).
+func shiftsRoute(route map[string]any, routes []string) bool {
+	if len(routes) > 0 {
+		name, _ := route["name"].(string)
+		return slices.Contains(routes, name)
+	}
+	matches, _, _ := unstructured.NestedSlice(route, "match")
+	for _, m := range matches {
+		mm := asMap(m)
+		if mm["headers"] != nil || mm["queryParams"] != nil || mm["withoutHeaders"] != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// shiftedRoutes says which http routes of a VirtualService Orderly shifts.
+func shiftedRoutes(routes []string) string {
+	if len(routes) > 0 {
+		return "those named in spec.traffic.virtualService.routes: " + strings.Join(routes, ", ")
+	}
+	return "those that do not match requests by header or query parameter"
+}
+
 // virtualServiceWeight is the canary's weight in the http routes of a
-// VirtualService that send traffic to the primary, and whether any does. A
-// destination without a weight takes what the others leave of 100: alone, all.
-func virtualServiceWeight(u *unstructured.Unstructured, namespace, primary, canary string) (int32, bool) {
+// VirtualService that Orderly shifts and that send traffic to the primary, and
+// whether any does. A destination without a weight takes what the others leave of
+// 100: alone, all.
+func virtualServiceWeight(u *unstructured.Unstructured, namespace, primary, canary string, shifted []string) (int32, bool) {
 	routes, _, _ := unstructured.NestedSlice(u.Object, "spec", "http")
 	var weight int32
 	found := false
 	for _, route := range routes {
+		if !shiftsRoute(asMap(route), shifted) {
+			continue
+		}
 		dests, _, _ := unstructured.NestedSlice(asMap(route), "route")
 		var wp, wc int64
 		hasPrimary := false
@@ -454,12 +488,17 @@ func virtualServiceWeight(u *unstructured.Unstructured, namespace, primary, cana
 }
 
 // setVirtualServiceWeights is setHTTPRouteWeights for the http routes of an Istio
-// VirtualService.
-func setVirtualServiceWeights(u *unstructured.Unstructured, namespace, primary, canary string, weight int32) (bool, error) {
+// VirtualService that Orderly shifts. A route without the canary's destination gets
+// one only for a weight above zero: until the first step, the VirtualService stays
+// as its owner wrote it (a GitOps tool sees no drift).
+func setVirtualServiceWeights(u *unstructured.Unstructured, namespace, primary, canary string, weight int32, shifted []string) (bool, error) {
 	routes, _, _ := unstructured.NestedSlice(u.Object, "spec", "http")
 	changed, found := false, false
 	for i, route := range routes {
 		rm := asMap(route)
+		if !shiftsRoute(rm, shifted) {
+			continue
+		}
 		dests, _, _ := unstructured.NestedSlice(rm, "route")
 		pi, ci := -1, -1
 		for j, d := range dests {
@@ -475,6 +514,9 @@ func setVirtualServiceWeights(u *unstructured.Unstructured, namespace, primary, 
 			continue
 		}
 		found = true
+		if ci < 0 && weight == 0 {
+			continue
+		}
 		p := asMap(dests[pi])
 		if intOf(p["weight"], -1) != int64(100-weight) {
 			p["weight"] = int64(100 - weight)
@@ -488,6 +530,7 @@ func setVirtualServiceWeights(u *unstructured.Unstructured, namespace, primary, 
 			}
 			host, _ := d["host"].(string)
 			dest["host"] = canaryHost(host, primary, canary)
+			// A subset is the primary host's (its DestinationRule), not the canary's.
 			delete(dest, "subset")
 			dests = append(dests, map[string]any{"destination": dest, "weight": int64(weight)})
 			changed = true
@@ -499,7 +542,7 @@ func setVirtualServiceWeights(u *unstructured.Unstructured, namespace, primary, 
 		routes[i] = rm
 	}
 	if !found {
-		return false, fmt.Errorf("VirtualService %s sends no traffic to Service %s", u.GetName(), primary)
+		return false, fmt.Errorf("VirtualService %s sends no traffic to Service %s in the routes Orderly shifts", u.GetName(), primary)
 	}
 	if changed {
 		if err := unstructured.SetNestedSlice(u.Object, routes, "spec", "http"); err != nil {

@@ -1,6 +1,8 @@
 package canary
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -86,14 +88,14 @@ spec:
   - route:
     - destination: {host: other}
 `)
-	if w, found := virtualServiceWeight(u, "shop", "web-primary", "web-canary"); !found || w != 0 {
+	if w, found := virtualServiceWeight(u, "shop", "web-primary", "web-canary", nil); !found || w != 0 {
 		t.Fatalf("weight %d found %v", w, found)
 	}
-	changed, err := setVirtualServiceWeights(u, "shop", "web-primary", "web-canary", 40)
+	changed, err := setVirtualServiceWeights(u, "shop", "web-primary", "web-canary", 40, nil)
 	if err != nil || !changed {
 		t.Fatalf("changed %v err %v", changed, err)
 	}
-	if w, _ := virtualServiceWeight(u, "shop", "web-primary", "web-canary"); w != 40 {
+	if w, _ := virtualServiceWeight(u, "shop", "web-primary", "web-canary", nil); w != 40 {
 		t.Fatalf("weight %d", w)
 	}
 	http, _, _ := unstructured.NestedSlice(u.Object, "spec", "http")
@@ -107,6 +109,66 @@ spec:
 	}
 	if r := asMap(http[1])["route"].([]any); asMap(r[0])["weight"] != nil {
 		t.Fatal("another route was changed")
+	}
+}
+
+// Routes that pick their requests by header or query parameter are left alone
+// unless named; named routes are the only ones shifted; a weight of zero adds no
+// canary destination (the VirtualService stays as written until the first step).
+func TestVirtualServiceRouteSelection(t *testing.T) {
+	doc := `
+spec:
+  http:
+  - name: testers
+    match: [{headers: {x-version: {exact: v1}}}]
+    route: [{destination: {host: web-primary}}]
+  - name: beta
+    match: [{queryParams: {beta: {exact: "1"}}}]
+    route: [{destination: {host: web-primary}}]
+  - name: api
+    match: [{uri: {prefix: /api}}]
+    route: [{destination: {host: web-primary}}]
+  - name: default
+    route: [{destination: {host: web-primary}}]
+`
+	routeHosts := func(u *unstructured.Unstructured) map[string]int {
+		http, _, _ := unstructured.NestedSlice(u.Object, "spec", "http")
+		out := map[string]int{}
+		for _, r := range http {
+			out[asMap(r)["name"].(string)] = len(asMap(r)["route"].([]any))
+		}
+		return out
+	}
+	u := fromYAML(t, doc)
+	if changed, err := setVirtualServiceWeights(u, "shop", "web-primary", "web-canary", 0, nil); err != nil || changed {
+		t.Fatalf("weight 0 before any step: changed %v, err %v; want nothing written", changed, err)
+	}
+	if changed, err := setVirtualServiceWeights(u, "shop", "web-primary", "web-canary", 10, nil); err != nil || !changed {
+		t.Fatalf("weight 10: changed %v, err %v", changed, err)
+	}
+	if got, want := routeHosts(u), map[string]int{"testers": 1, "beta": 1, "api": 2, "default": 2}; !reflect.DeepEqual(got, want) {
+		t.Errorf("destinations per route = %v, want %v", got, want)
+	}
+	if w, found := virtualServiceWeight(u, "shop", "web-primary", "web-canary", nil); !found || w != 10 {
+		t.Errorf("weight read back = %d (found %v), want 10", w, found)
+	}
+	// Back to zero: the canary stays, at weight 0.
+	if changed, _ := setVirtualServiceWeights(u, "shop", "web-primary", "web-canary", 0, nil); !changed {
+		t.Error("weight 0 after a step changed nothing")
+	}
+	if w, _ := virtualServiceWeight(u, "shop", "web-primary", "web-canary", nil); w != 0 {
+		t.Errorf("weight after the end = %d", w)
+	}
+
+	u = fromYAML(t, doc)
+	if _, err := setVirtualServiceWeights(u, "shop", "web-primary", "web-canary", 20, []string{"testers"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := routeHosts(u), map[string]int{"testers": 2, "beta": 1, "api": 1, "default": 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("named routes: destinations per route = %v, want %v", got, want)
+	}
+	if _, err := setVirtualServiceWeights(u, "shop", "web-primary", "web-canary", 20, []string{"missing"}); err == nil || !strings.Contains(err.Error(), "in the routes Orderly shifts") {
+		t.Errorf("no named route sends to the primary: %v", err)
 	}
 }
 
