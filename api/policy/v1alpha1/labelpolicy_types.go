@@ -341,6 +341,10 @@ type ComplianceSummary struct {
 	Namespaces int32 `json:"namespaces,omitempty"`
 }
 
+// GitOpsTool is a GitOps tool that manages a workload.
+// +kubebuilder:validation:Enum=ArgoCD;Flux
+type GitOpsTool string
+
 // RemediatedWorkload is one workload whose metadata remediation labelled.
 type RemediatedWorkload struct {
 	// kind of the workload, e.g. Deployment.
@@ -359,6 +363,11 @@ type RemediatedWorkload struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=63
 	Value string `json:"value"`
+	// gitOps is the GitOps tool that manages the workload (ArgoCD or Flux, by its
+	// tracking label or annotation), when one does: the label is then in the cluster
+	// and not in Git.
+	// +optional
+	GitOps GitOpsTool `json:"gitOps,omitempty"`
 	// time is when the audit that labelled it ran.
 	// +required
 	Time metav1.Time `json:"time"`
@@ -431,6 +440,11 @@ type LabelPolicyStatus struct {
 	// remediated is the number of workloads labelled by the last audit.
 	// +optional
 	Remediated int32 `json:"remediated,omitempty"`
+
+	// remediatedGitOpsManaged is how many of them a GitOps tool (Argo CD, Flux)
+	// manages: their label is not in Git (recentlyRemediated names them).
+	// +optional
+	RemediatedGitOpsManaged int32 `json:"remediatedGitOpsManaged,omitempty"`
 
 	// recentlyRemediated names the workloads remediation labelled most recently, newest
 	// first, up to 20 across audits (each audit adds at most 20), so that an auditor

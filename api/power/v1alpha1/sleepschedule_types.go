@@ -312,6 +312,16 @@ type SleepScheduleSpec struct {
 	// dryRun computes and reports what would sleep, and changes nothing.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
+
+	// gitOpsManaged is what the schedule does with workloads that Argo CD or Flux
+	// manage (by their tracking label or annotation). Sleep, the default, puts them
+	// to sleep like the rest and reports them (status.gitOpsManaged and the
+	// GitOpsManaged condition): for tools told to ignore replicas. Skip leaves them
+	// awake and names them in the WorkloadsSkipped condition (reason GitOpsManaged):
+	// for tools that would scale them back up at their next sync.
+	// +optional
+	// +kubebuilder:default=Sleep
+	GitOpsManaged GitOpsPolicy `json:"gitOpsManaged,omitempty"`
 }
 
 // SleepState is whether the schedule's namespaces are asleep or awake.
@@ -376,6 +386,18 @@ const (
 	// CD or Flux, which scale a sleeping workload back up unless told to ignore its
 	// replicas (docs/sleepschedule.md, "GitOps").
 	ConditionGitOpsManaged = "GitOpsManaged"
+)
+
+// GitOpsPolicy is what a SleepSchedule does with workloads a GitOps tool manages.
+// +kubebuilder:validation:Enum=Sleep;Skip
+type GitOpsPolicy string
+
+// Values of GitOpsPolicy.
+const (
+	// GitOpsSleep puts them to sleep and reports them.
+	GitOpsSleep GitOpsPolicy = "Sleep"
+	// GitOpsSkip leaves them awake and reports them as skipped.
+	GitOpsSkip GitOpsPolicy = "Skip"
 )
 
 // GitOpsTool is a GitOps tool that manages a workload.

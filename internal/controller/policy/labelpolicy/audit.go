@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
+	"orderly.dev/orderly/internal/gitops"
 	"orderly.dev/orderly/internal/kit"
 	"orderly.dev/orderly/internal/labels"
 )
@@ -34,10 +35,12 @@ const auditPageSize = 500
 
 // auditResult is what one audit found.
 type auditResult struct {
-	violations  int32
-	remediated  int32
-	top         []policyv1alpha1.Violation
-	byNamespace map[string]int
+	violations int32
+	remediated int32
+	// remediatedGitOps counts the labelled workloads a GitOps tool manages.
+	remediatedGitOps int32
+	top              []policyv1alpha1.Violation
+	byNamespace      map[string]int
 	// workloads counts the matched workloads; namespaces tallies them and their
 	// violations per namespace, and tenants names each namespace's tenant. One entry
 	// per namespace, never per workload.
@@ -225,8 +228,12 @@ func (r *Reconciler) audit(ctx context.Context, p *policyv1alpha1.LabelPolicy, r
 						}
 					} else {
 						res.remediated++
+						tool := policyv1alpha1.GitOpsTool(gitops.ToolOf(item))
+						if tool != "" {
+							res.remediatedGitOps++
+						}
 						if len(res.labelled) < maxRecentlyRemediated {
-							res.labelled = append(res.labelled, policyv1alpha1.RemediatedWorkload{Kind: w.kind, Namespace: w.namespace, Name: w.name, Value: fix})
+							res.labelled = append(res.labelled, policyv1alpha1.RemediatedWorkload{Kind: w.kind, Namespace: w.namespace, Name: w.name, Value: fix, GitOps: tool})
 						}
 						continue
 					}

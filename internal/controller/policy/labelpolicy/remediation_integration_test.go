@@ -57,3 +57,46 @@ func TestRemediationNamesWhatItLabelled(t *testing.T) {
 		g.Expect(strings.Join(notes, "\n")).To(And(ContainSubstring("Deployment remn-a/web"), ContainSubstring("Deployment remn-b/api")))
 	}, timeout, poll).Should(Succeed())
 }
+
+// TestRemediationReportsGitOpsManagedWorkloads: a workload that Argo CD or Flux manages
+// is labelled like any other, and the audit says which tool manages it, counts them
+// and warns that the label is not in Git.
+func TestRemediationReportsGitOpsManagedWorkloads(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	createNS(t, "remg", map[string]string{"test": "remg"})
+	argo := deployment("remg", "argo", nil)
+	argo.Annotations = map[string]string{"argocd.argoproj.io/tracking-id": "shop:apps/Deployment:remg/argo"}
+	g.Expect(k.Create(ctx, argo)).To(Succeed())
+	g.Expect(k.Create(ctx, deployment("remg", "flux", map[string]string{"kustomize.toolkit.fluxcd.io/name": "apps"}))).To(Succeed())
+	g.Expect(k.Create(ctx, deployment("remg", "plain", nil))).To(Succeed())
+
+	p := newPolicy("remg", "cc-remg", policyv1alpha1.ActionAudit)
+	p.Spec.DefaultValue = "cc-z"
+	p.Spec.Remediate = policyv1alpha1.RemediateLabelOnly
+	createPolicy(t, p)
+
+	g.Eventually(func(g Gomega) {
+		got := getPolicy(g, "remg")
+		g.Expect(got.Status.Remediated).To(BeEquivalentTo(3))
+		g.Expect(got.Status.RemediatedGitOpsManaged).To(BeEquivalentTo(2))
+		g.Expect(got.Status.RecentlyRemediated).To(ConsistOf(
+			And(HaveField("Name", "argo"), HaveField("GitOps", policyv1alpha1.GitOpsTool("ArgoCD"))),
+			And(HaveField("Name", "flux"), HaveField("GitOps", policyv1alpha1.GitOpsTool("Flux"))),
+			And(HaveField("Name", "plain"), HaveField("GitOps", policyv1alpha1.GitOpsTool(""))),
+		))
+	}, timeout, poll).Should(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		var list eventsv1.EventList
+		g.Expect(k.List(ctx, &list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.UID == p.UID && e.Reason == ReasonRemediatedGitOpsManaged {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).To(HaveLen(1))
+		g.Expect(notes[0]).To(And(ContainSubstring("2 of the workload(s) labelled cc-remg are managed by Argo CD or Flux"), ContainSubstring("not in Git")))
+	}, timeout, poll).Should(Succeed())
+}

@@ -31,7 +31,10 @@ const (
 	ReasonAuditPending         = "AuditPending"
 	ReasonAuditFailed          = "AuditFailed"
 	ReasonRemediated           = "Remediated"
-	ReasonRemediationFailed    = "RemediationFailed"
+	// ReasonRemediatedGitOpsManaged is the Warning Event of an audit that labelled
+	// workloads a GitOps tool manages: the label is in the cluster, not in Git.
+	ReasonRemediatedGitOpsManaged = "RemediatedGitOpsManaged"
+	ReasonRemediationFailed       = "RemediationFailed"
 	// ReasonValueSetNotFound: the LabelValueSet of allowedValuesFrom does not exist,
 	// so every matched workload is refused.
 	ReasonValueSetNotFound = "ValueSetNotFound"
@@ -130,7 +133,7 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 		st.Tenants, st.OtherTenants = summarize(tenants, counted, summaryTopN)
 		st.LastAuditTime = &t
 		st.Violations = res.violations
-		st.Remediated = res.remediated
+		st.Remediated, st.RemediatedGitOpsManaged = res.remediated, res.remediatedGitOps
 		st.RecentlyRemediated = recentlyRemediated(res.labelled, t, st.RecentlyRemediated)
 		st.TopViolations = res.top
 		st.TenantDrift, st.TenantDriftNamespaces = res.drift, res.driftCount
@@ -190,6 +193,17 @@ func recentlyRemediated(labelled []policyv1alpha1.RemediatedWorkload, t metav1.T
 	return out[:min(len(out), maxRecentlyRemediated)]
 }
 
+// firstGitOps names the first labelled workload a GitOps tool manages, with the tool;
+// "" when none of those listed is (more may be, beyond the list).
+func firstGitOps(ws []policyv1alpha1.RemediatedWorkload) string {
+	for _, w := range ws {
+		if w.GitOps != "" {
+			return fmt.Sprintf("%s %s/%s (%s)", w.Kind, w.Namespace, w.Name, w.GitOps)
+		}
+	}
+	return ""
+}
+
 // workloadNames names remediated workloads for an Event: "Deployment shop/web".
 func workloadNames(ws []policyv1alpha1.RemediatedWorkload) []string {
 	out := make([]string, 0, len(ws))
@@ -227,6 +241,11 @@ func (r *Reconciler) updateStatus(ctx context.Context, p *policyv1alpha1.LabelPo
 				examples += fmt.Sprintf(" and %d more", more)
 			}
 			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonRemediated, "Label", "Added label %s to the metadata of %d workload(s): %s; pod templates untouched (status.recentlyRemediated)", p.Spec.Label, res.remediated, examples)
+		}
+		if res.remediatedGitOps > 0 {
+			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonRemediatedGitOpsManaged, "Label",
+				"%d of the workload(s) labelled %s are managed by Argo CD or Flux, e.g. %s: the label is in the cluster and not in Git; add it to their manifests (status.recentlyRemediated[].gitOps)",
+				res.remediatedGitOps, p.Spec.Label, firstGitOps(res.labelled))
 		}
 	}
 	if res := obs.audit; res != nil && res.driftCount > 0 && res.driftCount != p.Status.TenantDriftNamespaces {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/gitops"
 	"orderly.dev/orderly/internal/kit"
 )
 
@@ -118,7 +119,7 @@ func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 	for k, v := range m.Annotations {
 		switch {
 		case strings.HasPrefix(k, annotationPrefix):
-		case k == argoTrackingAnnotation:
+		case k == gitops.ArgoTrackingAnnotation:
 			// Only whether Argo CD tracks the workload is read (gitOpsTool), not
 			// the value, which the user could make large.
 			v = ""

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	powerv1alpha1 "orderly.dev/orderly/api/power/v1alpha1"
+	"orderly.dev/orderly/internal/gitops"
 	"orderly.dev/orderly/internal/kit"
 )
 
@@ -71,11 +72,11 @@ func TestGitOpsTool(t *testing.T) {
 	}{
 		{"none", nil, nil, ""},
 		{"Helm's instance label alone tells nothing", map[string]string{"app.kubernetes.io/instance": "web"}, nil, ""},
-		{"Argo CD annotation tracking", nil, map[string]string{argoTrackingAnnotation: "app:apps/Deployment:dev/web"}, powerv1alpha1.GitOpsArgoCD},
-		{"Argo CD annotation+label tracking", map[string]string{"app.kubernetes.io/instance": "app"}, map[string]string{argoTrackingAnnotation: ""}, powerv1alpha1.GitOpsArgoCD},
-		{"Argo CD custom label", map[string]string{argoInstanceLabel: "app"}, nil, powerv1alpha1.GitOpsArgoCD},
-		{"Flux Kustomization", map[string]string{fluxKustomizationLabel: "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}, nil, powerv1alpha1.GitOpsFlux},
-		{"Flux HelmRelease", map[string]string{fluxHelmReleaseLabel: "web"}, nil, powerv1alpha1.GitOpsFlux},
+		{"Argo CD annotation tracking", nil, map[string]string{gitops.ArgoTrackingAnnotation: "app:apps/Deployment:dev/web"}, powerv1alpha1.GitOpsArgoCD},
+		{"Argo CD annotation+label tracking", map[string]string{"app.kubernetes.io/instance": "app"}, map[string]string{gitops.ArgoTrackingAnnotation: ""}, powerv1alpha1.GitOpsArgoCD},
+		{"Argo CD custom label", map[string]string{gitops.ArgoInstanceLabel: "app"}, nil, powerv1alpha1.GitOpsArgoCD},
+		{"Flux Kustomization", map[string]string{gitops.FluxKustomizationLabel: "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}, nil, powerv1alpha1.GitOpsFlux},
+		{"Flux HelmRelease", map[string]string{gitops.FluxHelmReleaseLabel: "web"}, nil, powerv1alpha1.GitOpsFlux},
 	}
 	for _, tt := range tests {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Labels: tt.labels, Annotations: tt.annotations}}
@@ -87,10 +88,10 @@ func TestGitOpsTool(t *testing.T) {
 
 // The cache keeps that Argo CD tracks a workload, not the annotation's value.
 func TestTrimWorkloadKeepsArgoTracking(t *testing.T) {
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{argoTrackingAnnotation: "app:apps/Deployment:dev/web", "other": "x"}}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{gitops.ArgoTrackingAnnotation: "app:apps/Deployment:dev/web", "other": "x"}}}
 	out, _ := trimWorkload(d)
 	got := out.(*appsv1.Deployment)
-	if v, ok := got.Annotations[argoTrackingAnnotation]; !ok || v != "" || len(got.Annotations) != 1 {
+	if v, ok := got.Annotations[gitops.ArgoTrackingAnnotation]; !ok || v != "" || len(got.Annotations) != 1 {
 		t.Errorf("annotations = %v", got.Annotations)
 	}
 	if gitOpsTool(got) != powerv1alpha1.GitOpsArgoCD {

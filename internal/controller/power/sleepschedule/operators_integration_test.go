@@ -395,3 +395,40 @@ func TestSleepThatDidNotTakeEffectIsReported(t *testing.T) {
 	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
 	g.Expect(getCustom(g, kafkaNodePoolGVK, ns, "brokers").Object["spec"]).To(HaveKeyWithValue("replicas", int64(3)))
 }
+
+// gitOpsManaged: Skip leaves the workloads Argo CD or Flux manage awake, names them in
+// WorkloadsSkipped (reason GitOpsManaged) and wakes those the schedule already held
+// asleep; the rest sleeps as before.
+func TestGitOpsManagedWorkloadsCanBeSkipped(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(wedEvening)
+	startManager(t, clk)
+	ns := "gitops-skip"
+	namespace(t, ns, nil)
+	deployment(t, ns, "argo", 2, nil)
+	deployment(t, ns, "flux", 3, map[string]string{"kustomize.toolkit.fluxcd.io/name": "apps"})
+	deployment(t, ns, "plain", 1, nil)
+	g := NewWithT(t)
+	argo := getDeployment(g, ns, "argo")
+	argo.Annotations = map[string]string{"argocd.argoproj.io/tracking-id": "shop:apps/Deployment:gitops-skip/argo"}
+	g.Expect(k.Update(context.Background(), argo)).To(Succeed())
+	s := newSchedule("gitops-skip", ns).create(t)
+	got := waitState(t, s.Name, powerv1alpha1.StateAsleep, 3)
+	g.Expect(condition(got, powerv1alpha1.ConditionGitOpsManaged).Status).To(Equal(metav1.ConditionTrue), "Sleep, the default, sleeps and reports them")
+
+	setSpec(t, s.Name, func(s *powerv1alpha1.SleepScheduleSpec) { s.GitOpsManaged = powerv1alpha1.GitOpsSkip })
+	eventually(t, func(g Gomega) {
+		got := getSchedule(g, s.Name)
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(got.Status.SleepingWorkloads).To(BeEquivalentTo(1))
+		skipped := condition(got, ConditionWorkloadsSkipped)
+		g.Expect(skipped.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(skipped.Reason).To(Equal(ReasonGitOpsManaged))
+		g.Expect(skipped.Message).To(ContainSubstring("Deployment gitops-skip/argo (managed by ArgoCD; spec.gitOpsManaged is Skip)"))
+		g.Expect(skipped.Message).To(ContainSubstring("Deployment gitops-skip/flux (managed by Flux; spec.gitOpsManaged is Skip)"))
+		g.Expect(condition(got, powerv1alpha1.ConditionGitOpsManaged).Status).To(Equal(metav1.ConditionFalse))
+	})
+	g.Expect(replicas(g, ns, "argo")).To(BeEquivalentTo(2), "woken: the schedule held it asleep before")
+	g.Expect(replicas(g, ns, "flux")).To(BeEquivalentTo(3))
+	g.Expect(replicas(g, ns, "plain")).To(BeEquivalentTo(0))
+	g.Expect(getDeployment(g, ns, "argo").Annotations).NotTo(HaveKey(powerv1alpha1.SleepStateAnnotation))
+}

@@ -38,7 +38,8 @@ const (
 	ReasonInvalidRecord = "InvalidRecord"
 	// Reasons of the WorkloadsSkipped condition and its Event: a workload controlled by
 	// another operator, a ScaledObject its user paused whose target Orderly cannot
-	// scale back.
+	// scale back (and ReasonGitOpsManaged: a workload a GitOps tool manages, under
+	// gitOpsManaged: Skip).
 	ReasonOwnedByOperator = "OwnedByOperator"
 	ReasonCannotRestore   = "CannotRestore"
 	ReasonNoneSkipped     = "NoneSkipped"
@@ -354,7 +355,7 @@ func setConditions(cond kit.Conditions, s *powerv1alpha1.SleepSchedule, obs *obs
 	if reason, msg := skippedSummary(obs); reason != "" {
 		cond.True(ConditionWorkloadsSkipped, reason, msg)
 	} else {
-		cond.False(ConditionWorkloadsSkipped, ReasonNoneSkipped, "No workload the schedule selects is left awake because another operator controls it")
+		cond.False(ConditionWorkloadsSkipped, ReasonNoneSkipped, "No workload the schedule selects is left awake because another operator or a GitOps tool controls it")
 	}
 	switch _, msg := stillRunningSummary(obs); {
 	case !obs.hasKinds:

@@ -276,6 +276,8 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, s *powerv1alpha1.Slee
 		if inScope {
 			if w.skip = ownerSkip(o, asked); w.skip != "" {
 				w.skipReason = ReasonOwnedByOperator
+			} else if tool := gitOpsTool(o); tool != "" && s.Spec.GitOpsManaged == powerv1alpha1.GitOpsSkip {
+				w.skip, w.skipReason = fmt.Sprintf("managed by %s; spec.gitOpsManaged is Skip", tool), ReasonGitOpsManaged
 			} else if w.extra != nil && w.extra.mode == modeKEDA && kedaUserPaused(o) {
 				if u, ok := o.(*unstructured.Unstructured); ok {
 					if w.kedaTarget, w.skip = kedaRestorable(u, byTarget); w.skip != "" {
