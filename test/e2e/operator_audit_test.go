@@ -596,6 +596,7 @@ func installCertManager(t *testing.T, objs []*unstructured.Unstructured) {
 	var created []client.Object
 	t.Cleanup(func() {
 		// The namespace takes its objects with it; the rest goes one by one.
+		var crds []client.Object
 		for _, obj := range append(created, ns) {
 			if obj.GetNamespace() == "cert-manager" {
 				continue
@@ -603,7 +604,15 @@ func installCertManager(t *testing.T, objs []*unstructured.Unstructured) {
 			if err := k.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("deleting %s %s: %v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 			}
+			if obj.GetObjectKind().GroupVersionKind().Kind == "CustomResourceDefinition" {
+				crds = append(crds, obj)
+			}
 		}
+		// Gone before the next test: the ServiceDomain test and the samples' stand-in
+		// install cert-manager's CRDs of another release under the same names (a CRD
+		// still being deleted takes the new one with it, which then never appears in
+		// discovery), and the stand-in its namespace.
+		waitGone(t, append(crds, ns))
 	})
 	for _, o := range objs {
 		switch o.GetKind() {
@@ -622,6 +631,20 @@ func installCertManager(t *testing.T, objs []*unstructured.Unstructured) {
 		}
 		created = append(created, o)
 	}
+}
+
+// waitGone waits until every object of objs is deleted.
+func waitGone(t *testing.T, objs []client.Object) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		for _, obj := range objs {
+			cur := obj.DeepCopyObject().(client.Object)
+			err := k.Get(context.Background(), client.ObjectKeyFromObject(obj), cur)
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s is not gone yet (%v; deleted at %v, finalizers %v)", obj.GetName(), err, cur.GetDeletionTimestamp(), cur.GetFinalizers())
+		}
+		// Seconds as a rule; the API server's CRD clean-up has taken minutes on a loaded
+		// machine.
+	}, 5*time.Minute, poll).Should(Succeed())
 }
 
 // operatorsDir holds real operators' install manifests and the ones written for the
