@@ -9,7 +9,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,15 +73,7 @@ func TestExceptionAdmitsUntilItExpires(t *testing.T) {
 	}, timeout, poll).Should(Succeed())
 
 	g.Eventually(func(g Gomega) {
-		var list eventsv1.EventList
-		g.Expect(k.List(ctx, &list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
-		found := false
-		for _, e := range list.Items {
-			if e.Regarding.UID == p.UID && e.Reason == ReasonExceptionExpired && strings.Contains(e.Note, "migration") {
-				found = true
-			}
-		}
-		g.Expect(found).To(BeTrue(), "no ExceptionExpired Event")
+		g.Expect(eventNotes(g, p.UID, ReasonExceptionExpired)).To(ContainElement(ContainSubstring("migration")), "no ExceptionExpired Event")
 	}, timeout, poll).Should(Succeed())
 }
 

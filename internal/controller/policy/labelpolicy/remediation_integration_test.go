@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "orderly.dev/orderly/api/policy/v1alpha1"
@@ -46,15 +47,7 @@ func TestRemediationNamesWhatItLabelled(t *testing.T) {
 	}, timeout, poll).Should(Succeed())
 
 	g.Eventually(func(g Gomega) {
-		var list eventsv1.EventList
-		g.Expect(k.List(ctx, &list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
-		var notes []string
-		for _, e := range list.Items {
-			if e.Regarding.UID == p.UID && e.Reason == ReasonRemediated {
-				notes = append(notes, e.Note)
-			}
-		}
-		g.Expect(strings.Join(notes, "\n")).To(And(ContainSubstring("Deployment remn-a/web"), ContainSubstring("Deployment remn-b/api")))
+		g.Expect(strings.Join(eventNotes(g, p.UID, ReasonRemediated), "\n")).To(And(ContainSubstring("Deployment remn-a/web"), ContainSubstring("Deployment remn-b/api")))
 	}, timeout, poll).Should(Succeed())
 }
 
@@ -88,15 +81,21 @@ func TestRemediationReportsGitOpsManagedWorkloads(t *testing.T) {
 	}, timeout, poll).Should(Succeed())
 
 	g.Eventually(func(g Gomega) {
-		var list eventsv1.EventList
-		g.Expect(k.List(ctx, &list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
-		var notes []string
-		for _, e := range list.Items {
-			if e.Regarding.UID == p.UID && e.Reason == ReasonRemediatedGitOpsManaged {
-				notes = append(notes, e.Note)
-			}
-		}
+		notes := eventNotes(g, p.UID, ReasonRemediatedGitOpsManaged)
 		g.Expect(notes).To(HaveLen(1))
 		g.Expect(notes[0]).To(And(ContainSubstring("2 of the workload(s) labelled cc-remg are managed by Argo CD or Flux"), ContainSubstring("not in Git")))
 	}, timeout, poll).Should(Succeed())
+}
+
+// eventNotes are the notes of the Events of reason about the object with uid.
+func eventNotes(g Gomega, uid types.UID, reason string) []string {
+	var list eventsv1.EventList
+	g.Expect(k.List(context.Background(), &list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+	var notes []string
+	for _, e := range list.Items {
+		if e.Regarding.UID == uid && e.Reason == reason {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
 }

@@ -10,7 +10,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -86,15 +85,7 @@ func TestDefaultFromTenant(t *testing.T) {
 		g.Expect(labelpolicytest.SeriesOf(g, "orderly_labelpolicy_tenant_drift_namespaces", MetricLabel, "tfrom")).To(Equal(1))
 	}, timeout, poll).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		var list eventsv1.EventList
-		g.Expect(k.List(ctx, &list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
-		var notes []string
-		for _, e := range list.Items {
-			if e.Regarding.UID == p.UID && e.Reason == ReasonTenantCostCenterDrift {
-				notes = append(notes, e.Note)
-			}
-		}
-		g.Expect(strings.Join(notes, "\n")).To(ContainSubstring("tf-shop-a (Tenant tf-shop has costCenter cc-shop, the namespace no cost-center label)"))
+		g.Expect(strings.Join(eventNotes(g, p.UID, ReasonTenantCostCenterDrift), "\n")).To(ContainSubstring("tf-shop-a (Tenant tf-shop has costCenter cc-shop, the namespace no cost-center label)"))
 	}, timeout, poll).Should(Succeed())
 
 	// Changed by hand to another value: the Tenant still wins, and the drift says what
