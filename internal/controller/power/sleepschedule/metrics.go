@@ -64,6 +64,14 @@ var (
 		Name: "orderly_sleepschedule_gitops_managed_workloads",
 		Help: "Targeted workloads of a SleepSchedule that Argo CD or Flux manages.",
 	})
+	skippedWorkloads = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_sleepschedule_skipped_workloads",
+		Help: "Workloads a SleepSchedule would sleep and leaves awake: another operator controls them, a GitOps tool manages them under gitOpsManaged Skip, or they could not be restored.",
+	})
+	stillRunningWorkloads = series.Gauge(prometheus.GaugeOpts{
+		Name: "orderly_sleepschedule_still_running_workloads",
+		Help: "Objects a SleepSchedule holds asleep that still run more replicas than they were scaled to, by their own status (the WorkloadsStillRunning condition).",
+	})
 	unavailableKinds = series.Gauge(prometheus.GaugeOpts{
 		Name: "orderly_sleepschedule_unavailable_kinds",
 		Help: "Kinds of a SleepSchedule's targets.kinds that cannot sleep now (not served, no way to sleep, or not permitted).",
@@ -99,6 +107,9 @@ func recordMetrics(key client.ObjectKey, prev, st powerv1alpha1.SleepScheduleSta
 	}
 	asleep.WithLabelValues(of...).Set(v)
 	gitOpsManaged.WithLabelValues(of...).Set(float64(st.GitOpsManagedCount))
+	skippedWorkloads.WithLabelValues(of...).Set(float64(skippedCount(obs)))
+	stillRunning, _ := stillRunningSummary(obs)
+	stillRunningWorkloads.WithLabelValues(of...).Set(float64(stillRunning))
 	if sv := st.Savings; sv != nil {
 		asleepHoursThisWeek.WithLabelValues(of...).Set(float64(sv.AsleepSeconds) / 3600)
 		savedCoreHoursThisWeek.WithLabelValues(of...).Set(float64(sv.CPUMilliCoreSeconds) / 1000 / 3600)

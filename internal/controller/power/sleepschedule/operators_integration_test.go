@@ -9,6 +9,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -377,6 +378,7 @@ func TestSleepThatDidNotTakeEffectIsReported(t *testing.T) {
 		g.Expect(c.Message).NotTo(ContainSubstring("kafka-pools/empty"))
 		g.Expect(condition(got, powerv1alpha1.ConditionReady).Message).To(ContainSubstring("; 1 asleep still run pods (see the WorkloadsStillRunning condition)"))
 		g.Expect(eventsFor(g, s.Name, ReasonReplicasKept)).To(HaveLen(1))
+		g.Expect(testutil.ToFloat64(stillRunningWorkloads.WithLabelValues(s.Name))).To(Equal(1.0))
 	})
 	poke(t, s.Name)
 	consistently(t, func(g Gomega) { g.Expect(eventsFor(g, s.Name, ReasonReplicasKept)).To(HaveLen(1)) })
@@ -389,6 +391,7 @@ func TestSleepThatDidNotTakeEffectIsReported(t *testing.T) {
 		c := condition(getSchedule(g, s.Name), ConditionWorkloadsStillRunning)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(ReasonNoneRunning))
+		g.Expect(testutil.ToFloat64(stillRunningWorkloads.WithLabelValues(s.Name))).To(BeZero())
 	})
 	clk.SetTime(thuMorning)
 	poke(t, s.Name)
@@ -426,6 +429,7 @@ func TestGitOpsManagedWorkloadsCanBeSkipped(t *testing.T) {
 		g.Expect(skipped.Message).To(ContainSubstring("Deployment gitops-skip/argo (managed by ArgoCD; spec.gitOpsManaged is Skip)"))
 		g.Expect(skipped.Message).To(ContainSubstring("Deployment gitops-skip/flux (managed by Flux; spec.gitOpsManaged is Skip)"))
 		g.Expect(condition(got, powerv1alpha1.ConditionGitOpsManaged).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(testutil.ToFloat64(skippedWorkloads.WithLabelValues(s.Name))).To(Equal(2.0))
 	})
 	g.Expect(replicas(g, ns, "argo")).To(BeEquivalentTo(2), "woken: the schedule held it asleep before")
 	g.Expect(replicas(g, ns, "flux")).To(BeEquivalentTo(3))
