@@ -47,8 +47,6 @@ var kitExceptions = map[string]string{
 	"data/devdatabase/protection.go (protectionInstaller).Start sleep":       "a runnable's retry loop, not a reconcile",
 	"policy/labelpolicy/mode.go (*discoveryWatcher).Start sleep":             "a runnable's discovery poll, not a reconcile",
 	"policy/imagescan/controller.go (*Scanner).Start sleep":                  "the scanner's queue loop, a runnable by design (see Scanner)",
-	"fleet/placement/health.go (*HealthReconciler).writeProbe condition":     "conditions of a ClusterProfile (not Orderly's kind), stamped with the injected clock",
-	"fleet/placement/health.go (*HealthReconciler).writeWatched condition":   "conditions of a ClusterProfile (not Orderly's kind), stamped with the injected clock",
 }
 
 func TestTheKitIsTheOnlyWay(t *testing.T) {

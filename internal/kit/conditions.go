@@ -3,6 +3,7 @@ package kit
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +18,7 @@ const MaxConditionMessage = 32768
 type Conditions struct {
 	list       *[]metav1.Condition
 	generation int64
+	now        time.Time
 }
 
 // ConditionsOf returns a setter for list, stamping conditions with generation.
@@ -24,11 +26,22 @@ func ConditionsOf(list *[]metav1.Condition, generation int64) Conditions {
 	return Conditions{list: list, generation: generation}
 }
 
+// At stamps the transitions it sets with now, the controller's injected clock; without
+// it they get the wall clock.
+func (c Conditions) At(now time.Time) Conditions {
+	c.now = now
+	return c
+}
+
 // Set sets one condition; the message is cut to what the API server accepts.
 func (c Conditions) Set(typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(c.list, metav1.Condition{
+	cond := metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: Truncate(message, MaxConditionMessage), ObservedGeneration: c.generation,
-	})
+	}
+	if !c.now.IsZero() {
+		cond.LastTransitionTime = metav1.NewTime(c.now)
+	}
+	meta.SetStatusCondition(c.list, cond)
 }
 
 // True sets condition typ to True.

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -84,6 +85,25 @@ func TestConditionsStampGenerationAndKeepTransitionTime(t *testing.T) {
 	ConditionsOf(&list, 4).Unknown("Other", "Pending", "")
 	if len(list) != 2 {
 		t.Errorf("conditions = %d, want 2", len(list))
+	}
+}
+
+// At stamps transitions with the injected clock: set when the status changes, kept
+// while it stays.
+func TestConditionsAtStampTransitionsWithTheClock(t *testing.T) {
+	var list []metav1.Condition
+	t0 := time.Date(2026, 12, 2, 20, 0, 0, 0, time.UTC)
+	ConditionsOf(&list, 1).At(t0).True("Ready", "Fine", "")
+	if got := meta.FindStatusCondition(list, "Ready").LastTransitionTime; !got.Time.Equal(t0) {
+		t.Fatalf("transition at %v, want %v", got, t0)
+	}
+	ConditionsOf(&list, 1).At(t0.Add(time.Hour)).True("Ready", "StillFine", "")
+	if got := meta.FindStatusCondition(list, "Ready").LastTransitionTime; !got.Time.Equal(t0) {
+		t.Errorf("status unchanged: transition at %v, want it kept at %v", got, t0)
+	}
+	ConditionsOf(&list, 1).At(t0.Add(2*time.Hour)).False("Ready", "Broken", "")
+	if got := meta.FindStatusCondition(list, "Ready").LastTransitionTime; !got.Time.Equal(t0.Add(2 * time.Hour)) {
+		t.Errorf("status changed: transition at %v, want %v", got, t0.Add(2*time.Hour))
 	}
 }
 

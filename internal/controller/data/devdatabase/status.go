@@ -177,7 +177,7 @@ func computeStatus(d *datav1alpha1.DevDatabase, o outcome, now time.Time) datav1
 	if o.usersKnown && st.Phase != datav1alpha1.PhaseExpired {
 		st.Users = o.users
 	}
-	conds := kit.ConditionsOf(&st.Conditions, d.Generation)
+	conds := kit.ConditionsOf(&st.Conditions, d.Generation).At(now)
 	initCondition(d, &st, conds, o)
 	// Without the DatabaseServer its maxTTL is unknown: what was known stands.
 	if o.serverRead || st.ExpiresAt == nil {

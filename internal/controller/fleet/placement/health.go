@@ -130,10 +130,7 @@ func (r *HealthReconciler) writeWatched(ctx context.Context, cp *clusterinventor
 		if o.Status.Conditions == nil {
 			o.Status.Conditions = []metav1.Condition{}
 		}
-		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{
-			Type: ConditionCopiesWatched, Status: status, Reason: reason, Message: kit.Truncate(msg, 1024),
-			ObservedGeneration: o.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
-		})
+		kit.ConditionsOf(&o.Status.Conditions, o.Generation).At(r.Clock.Now()).Set(ConditionCopiesWatched, status, reason, kit.Truncate(msg, 1024))
 	})
 }
 
@@ -265,13 +262,11 @@ func (r *HealthReconciler) writeProbe(ctx context.Context, cp *clusterinventoryv
 		if o.Status.Conditions == nil {
 			o.Status.Conditions = []metav1.Condition{}
 		}
+		cond := kit.ConditionsOf(&o.Status.Conditions, o.Generation).At(r.Clock.Now())
 		if stale != "" {
-			meta.RemoveStatusCondition(&o.Status.Conditions, stale)
+			cond.Remove(stale)
 		}
-		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: msg,
-			ObservedGeneration: o.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
-		})
+		cond.Set(typ, status, reason, msg)
 	})
 }
 

@@ -89,7 +89,7 @@ func (o *observation) requeue(resync time.Duration) time.Duration {
 func computeStatus(sd *networkv1alpha1.ServiceDomain, obs *observation, now time.Time) {
 	st := &sd.Status
 	st.ObservedGeneration = sd.Generation
-	conds := kit.ConditionsOf(&st.Conditions, sd.Generation)
+	conds := kit.ConditionsOf(&st.Conditions, sd.Generation).At(now)
 	if obs.blockedReason != "" {
 		for _, t := range []string{networkv1alpha1.ConditionDNSReady, networkv1alpha1.ConditionCertificateReady, networkv1alpha1.ConditionRouteReady, networkv1alpha1.ConditionReady} {
 			conds.False(t, obs.blockedReason, obs.blockedMessage)

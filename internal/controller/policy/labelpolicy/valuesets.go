@@ -91,7 +91,7 @@ func computeValueSetStatus(s *policyv1alpha1.LabelValueSet, now time.Time) {
 	if next, ok := nextValueExpiry(s, now); ok {
 		s.Status.NextExpiry = &metav1.Time{Time: next}
 	}
-	conds := kit.ConditionsOf(&s.Status.Conditions, s.Generation)
+	conds := kit.ConditionsOf(&s.Status.Conditions, s.Generation).At(now)
 	if active == 0 {
 		conds.False(policyv1alpha1.LabelValueSetConditionReady, ReasonNoActiveValue, fmt.Sprintf(
 			"every value is retired or expired (%d): LabelPolicies whose allowedValuesFrom names %s admit none of its values; add a value or set one active", retired, s.Name))

@@ -144,7 +144,7 @@ func (o *observation) recordHPAWrite(h *hpaWrite, err error) {
 func computeStatus(s *powerv1alpha1.SleepSchedule, obs *observation) powerv1alpha1.SleepScheduleStatus {
 	st := *s.Status.DeepCopy()
 	st.ObservedGeneration = s.Generation
-	cond := kit.ConditionsOf(&st.Conditions, s.Generation)
+	cond := kit.ConditionsOf(&st.Conditions, s.Generation).At(obs.now)
 	if obs.invalid != nil {
 		cond.False(powerv1alpha1.ConditionReady, ReasonInvalidSpec, "The spec cannot be used, nothing was changed: "+obs.invalid.Error())
 		return st
