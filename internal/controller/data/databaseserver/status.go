@@ -64,7 +64,7 @@ func tlsVerified(sslMode string) (bool, string) {
 func computeStatus(s *datav1alpha1.DatabaseServer, obs observation) datav1alpha1.DatabaseServerStatus {
 	st := *s.Status.DeepCopy()
 	st.ObservedGeneration = s.Generation
-	conds := kit.ConditionsOf(&st.Conditions, s.Generation)
+	conds := kit.ConditionsOf(&st.Conditions, s.Generation).At(obs.at.Time)
 	if obs.err != nil {
 		reason := ReasonUnreachable
 		switch {

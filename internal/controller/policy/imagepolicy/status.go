@@ -26,7 +26,7 @@ type observation struct {
 func computeStatus(p *policyv1alpha1.ImagePolicy, obs observation) policyv1alpha1.ImagePolicyStatus {
 	st := *p.Status.DeepCopy()
 	st.ObservedGeneration = p.Generation
-	conds := kit.ConditionsOf(&st.Conditions, p.Generation)
+	conds := kit.ConditionsOf(&st.Conditions, p.Generation).At(obs.now)
 	switch {
 	case obs.invalid != "":
 		conds.False(policyv1alpha1.ImagePolicyConditionReady, "InvalidSpec", obs.invalid)

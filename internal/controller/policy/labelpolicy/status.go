@@ -74,7 +74,7 @@ func computeStatus(p *policyv1alpha1.LabelPolicy, obs observation) policyv1alpha
 	st := *p.Status.DeepCopy()
 	st.ObservedGeneration = p.Generation
 	st.ProtectedNamespaces = kit.ProtectedNamespaces(obs.managerNamespace)
-	conds := kit.ConditionsOf(&st.Conditions, p.Generation)
+	conds := kit.ConditionsOf(&st.Conditions, p.Generation).At(obs.now)
 	if obs.invalidSpec != "" {
 		conds.False(policyv1alpha1.ConditionAdmissionReady, ReasonInvalidSpec, obs.invalidSpec)
 		conds.False(policyv1alpha1.ConditionReady, ReasonInvalidSpec, obs.invalidSpec)
