@@ -49,6 +49,8 @@ const (
 // zoneCheck is what one check of a zone found; each part is ok, or why not.
 type zoneCheck struct {
 	credentials, server part
+	// at is when the check ran (the controller's clock).
+	at time.Time
 }
 
 // zoneReconciler writes DomainZones' status. It shares the ServiceDomain
@@ -92,7 +94,7 @@ func (r *zoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 
 // checkZone observes whether records can be written to z.
 func (r *zoneReconciler) checkZone(ctx context.Context, z *networkv1alpha1.DomainZone) zoneCheck {
-	var c zoneCheck
+	c := zoneCheck{at: r.clock().Now()}
 	if z.Spec.DNS.Provider == networkv1alpha1.ProviderExternalDNS {
 		c.credentials.ok(ReasonExternalDNS, "external-dns holds the DNS provider's credentials; Orderly writes DNSEndpoints")
 		version, err := r.kinds.Version(dnsEndpointKind)
@@ -133,7 +135,7 @@ func (r *zoneReconciler) checkZone(ctx context.Context, z *networkv1alpha1.Domai
 
 // computeZoneStatus sets z's conditions from what was checked.
 func computeZoneStatus(z *networkv1alpha1.DomainZone, c zoneCheck) {
-	conds := kit.ConditionsOf(&z.Status.Conditions, z.Generation)
+	conds := kit.ConditionsOf(&z.Status.Conditions, z.Generation).At(c.at)
 	set := func(t string, p part) {
 		switch {
 		case p.ready:

@@ -19,11 +19,11 @@ func TestComputeZoneStatus(t *testing.T) {
 		wantReason              string
 		wantCredentials, wantSv metav1.ConditionStatus
 	}{
-		{"both ok", zoneCheck{ok(ReasonKeyAccepted), ok(ReasonAnswered)}, metav1.ConditionTrue, ReasonZoneReady, metav1.ConditionTrue, metav1.ConditionTrue},
-		{"no Secret: the server is not asked", zoneCheck{fail("TSIGSecretNotFound"), notChecked}, metav1.ConditionFalse, "TSIGSecretNotFound", metav1.ConditionFalse, metav1.ConditionUnknown},
-		{"key rejected by a server that answers", zoneCheck{fail(ReasonKeyRejected), ok(ReasonAnswered)}, metav1.ConditionFalse, ReasonKeyRejected, metav1.ConditionFalse, metav1.ConditionTrue},
-		{"server down: the key is not judged", zoneCheck{notChecked, fail(ReasonServerUnreachable)}, metav1.ConditionFalse, ReasonServerUnreachable, metav1.ConditionUnknown, metav1.ConditionFalse},
-		{"ExternalDNS without its CRD", zoneCheck{ok(ReasonExternalDNS), fail(ReasonDNSEndpointNotFound)}, metav1.ConditionFalse, ReasonDNSEndpointNotFound, metav1.ConditionTrue, metav1.ConditionFalse},
+		{"both ok", zoneCheck{credentials: ok(ReasonKeyAccepted), server: ok(ReasonAnswered)}, metav1.ConditionTrue, ReasonZoneReady, metav1.ConditionTrue, metav1.ConditionTrue},
+		{"no Secret: the server is not asked", zoneCheck{credentials: fail("TSIGSecretNotFound"), server: notChecked}, metav1.ConditionFalse, "TSIGSecretNotFound", metav1.ConditionFalse, metav1.ConditionUnknown},
+		{"key rejected by a server that answers", zoneCheck{credentials: fail(ReasonKeyRejected), server: ok(ReasonAnswered)}, metav1.ConditionFalse, ReasonKeyRejected, metav1.ConditionFalse, metav1.ConditionTrue},
+		{"server down: the key is not judged", zoneCheck{credentials: notChecked, server: fail(ReasonServerUnreachable)}, metav1.ConditionFalse, ReasonServerUnreachable, metav1.ConditionUnknown, metav1.ConditionFalse},
+		{"ExternalDNS without its CRD", zoneCheck{credentials: ok(ReasonExternalDNS), server: fail(ReasonDNSEndpointNotFound)}, metav1.ConditionFalse, ReasonDNSEndpointNotFound, metav1.ConditionTrue, metav1.ConditionFalse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			z := &networkv1alpha1.DomainZone{ObjectMeta: metav1.ObjectMeta{Name: "z", Generation: 3}, Spec: networkv1alpha1.DomainZoneSpec{Zone: "int.example.test"}}

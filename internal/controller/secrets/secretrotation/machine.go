@@ -125,7 +125,7 @@ func (m *machine) read(ctx context.Context) error {
 
 // persist writes the computed status (with its conditions) when it changed.
 func (m *machine) persist(ctx context.Context) error {
-	setConditions(m.st, m.sr.Generation, m.problem, m.sr.Spec.SecretName)
+	setConditions(m.st, m.sr.Generation, m.problem, m.sr.Spec.SecretName, m.now)
 	desired := m.st.DeepCopy()
 	err := kit.PatchStatus(ctx, m.r.Client, m.r.APIReader, m.sr, func(latest *secretsv1alpha1.SecretRotation) {
 		latest.Status = *desired.DeepCopy()

@@ -81,8 +81,8 @@ func validate(sr *secretsv1alpha1.SecretRotation, minInterval time.Duration, man
 }
 
 // setConditions derives the conditions from the status and the problem found.
-func setConditions(st *secretsv1alpha1.SecretRotationStatus, generation int64, p *problem, secretName string) {
-	c := kit.ConditionsOf(&st.Conditions, generation)
+func setConditions(st *secretsv1alpha1.SecretRotationStatus, generation int64, p *problem, secretName string, now time.Time) {
+	c := kit.ConditionsOf(&st.Conditions, generation).At(now)
 	switch {
 	case p != nil:
 		c.False(ConditionReady, p.reason, p.message)

@@ -61,7 +61,7 @@ func TestSetConditions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		st := tt.st
-		setConditions(&st, 1, tt.p, "db")
+		setConditions(&st, 1, tt.p, "db", time.Time{})
 		ready := meta.FindStatusCondition(st.Conditions, ConditionReady)
 		if ready.Status != tt.wantReady || ready.Reason != tt.wantReason {
 			t.Errorf("%s: Ready %s/%s, want %s/%s", tt.name, ready.Status, ready.Reason, tt.wantReady, tt.wantReason)
