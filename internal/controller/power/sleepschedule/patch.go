@@ -84,11 +84,11 @@ func annotationKey(path string) (string, bool) {
 // annotationValue is the string a recorded or configured JSON value of an annotation
 // holds.
 func annotationValue(path string, raw json.RawMessage) (string, error) {
-	var v string
-	if err := json.Unmarshal(raw, &v); err != nil {
+	var v *string // null decodes into a string as "" without an error
+	if err := json.Unmarshal(raw, &v); err != nil || v == nil {
 		return "", fmt.Errorf("the value of the annotation %s must be a string, not %s", path, raw)
 	}
-	return v, nil
+	return *v, nil
 }
 
 // checkPatches reports a field of targets.kinds that cannot be set and restored.

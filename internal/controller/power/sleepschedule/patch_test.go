@@ -241,8 +241,10 @@ func TestAnnotationFieldsGoWithOrderlysOwn(t *testing.T) {
 		}
 	}
 	op, p := &objectPatch{}, newPatch(from)
-	if err := op.set(p, "/metadata/annotations/stopped", json.RawMessage(`1`), false); err == nil {
-		t.Error("an annotation set to a number was accepted")
+	for _, bad := range []string{`1`, `null`, `{}`} {
+		if err := op.set(p, "/metadata/annotations/stopped", json.RawMessage(bad), false); err == nil {
+			t.Errorf("an annotation set to %s was accepted", bad)
+		}
 	}
 	if err := op.set(p, "/spec/replicas", json.RawMessage(`0`), true); err != nil || len(op.fields) != 1 || len(p.annotations) != 0 {
 		t.Errorf("a spec field: %v, fields %v, annotations %v", err, op.fields, p.annotations)
