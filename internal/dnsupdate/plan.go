@@ -166,6 +166,17 @@ func UpdateFor(action Action, d Desired) (*dns.Msg, error) {
 		return nil, fmt.Errorf("%s is not in zone %s: an update of the zone cannot write it", d.Host, d.Zone)
 	}
 	host, owner := dns.Fqdn(d.Host), dns.Fqdn(OwnerName(d.Host))
+	// The root has no ownership name beside it ("_prefix.." is no name), and a name
+	// that does not pack (an escape that eats the final dot, an empty label) cannot
+	// be sent: such a host, or CNAME target, is refused rather than built.
+	for _, n := range []string{host, owner} {
+		if !packable(n) || n == "." {
+			return nil, fmt.Errorf("%q is not a host name an update can write", d.Host)
+		}
+	}
+	if cname != "" && !packable(dns.Fqdn(cname)) {
+		return nil, fmt.Errorf("%q is not a CNAME target an update can write", cname)
+	}
 	m := new(dns.Msg)
 	m.SetUpdate(dns.Fqdn(d.Zone))
 	switch action {
@@ -195,6 +206,12 @@ func UpdateFor(action Action, d Desired) (*dns.Msg, error) {
 	add = append(add, ownerTXT(owner, d.Owner, d.TTL))
 	m.Insert(add)
 	return m, nil
+}
+
+// packable reports whether the fully qualified name n packs into a DNS message.
+func packable(n string) bool {
+	_, err := dns.PackDomainName(n, make([]byte, 256), 0, nil, false)
+	return err == nil
 }
 
 // DeleteFor builds the update that removes host's records and its ownership TXT,
