@@ -149,6 +149,15 @@ func getSchedule(g Gomega, name string) *powerv1alpha1.SleepSchedule {
 
 // poke makes the controller reconcile now, as a person would with kubectl annotate;
 // the tests move the fake clock and then poke.
+// at moves the schedule's clock to when, and waits until the schedule named name is in
+// state with that many workloads asleep.
+func at(t *testing.T, clk *clocktesting.FakePassiveClock, when time.Time, name string, state powerv1alpha1.SleepState, sleeping int32) *powerv1alpha1.SleepSchedule {
+	t.Helper()
+	clk.SetTime(when)
+	poke(t, name)
+	return waitState(t, name, state, sleeping)
+}
+
 func poke(t *testing.T, name string) {
 	t.Helper()
 	s := getSchedule(NewWithT(t), name)
@@ -267,9 +276,7 @@ func TestSleepAndWakeRestoresExactly(t *testing.T) {
 	g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(3))
 
 	// Evening: everything targeted goes to sleep.
-	clk.SetTime(wedEvening)
-	poke(t, s.Name)
-	got = waitState(t, s.Name, powerv1alpha1.StateAsleep, 4)
+	got = at(t, clk, wedEvening, s.Name, powerv1alpha1.StateAsleep, 4)
 	g.Expect(got.Status.NextTransition.Time).To(BeTemporally("==", thuMorning))
 	g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(0))
 	g.Expect(replicas(g, ns, "api")).To(BeEquivalentTo(0))
@@ -307,9 +314,7 @@ func TestSleepAndWakeRestoresExactly(t *testing.T) {
 	waitState(t, s.Name, powerv1alpha1.StateAsleep, 5)
 
 	// Morning: everything comes back exactly as it was.
-	clk.SetTime(thuMorning)
-	poke(t, s.Name)
-	got = waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	got = at(t, clk, thuMorning, s.Name, powerv1alpha1.StateAwake, 0)
 	g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(3))
 	g.Expect(replicas(g, ns, "api")).To(BeEquivalentTo(1))
 	g.Expect(replicas(g, ns, "late")).To(BeEquivalentTo(2))
@@ -412,9 +417,7 @@ func TestManualChangeWhileAsleepIsLeftAlone(t *testing.T) {
 	})
 
 	// Waking restores the other workload and keeps the owner's choice.
-	clk.SetTime(thuMorning)
-	poke(t, s.Name)
-	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	at(t, clk, thuMorning, s.Name, powerv1alpha1.StateAwake, 0)
 	g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(3))
 	g.Expect(replicas(g, ns, "api")).To(BeEquivalentTo(1))
 	api := getDeployment(g, ns, "api")
@@ -575,9 +578,7 @@ func TestWakeUntilSuspendAndDryRun(t *testing.T) {
 	NewWithT(t).Expect(got.Status.NextTransition.Time).To(BeTemporally("==", wedEvening.Add(2*time.Hour)))
 	NewWithT(t).Expect(replicas(NewWithT(t), ns, "web")).To(BeEquivalentTo(2))
 	// The wake ends by itself.
-	clk.SetTime(wedEvening.Add(2 * time.Hour))
-	poke(t, s.Name)
-	waitState(t, s.Name, powerv1alpha1.StateAsleep, 1)
+	at(t, clk, wedEvening.Add(2*time.Hour), s.Name, powerv1alpha1.StateAsleep, 1)
 
 	// Suspended: the morning changes nothing.
 	setSpec(t, s.Name, func(s *powerv1alpha1.SleepScheduleSpec) { s.Suspend = true })
@@ -624,9 +625,7 @@ func TestHPAIsPinnedAndRestored(t *testing.T) {
 	s := newSchedule("hpa", ns).with(func(s *powerv1alpha1.SleepScheduleSpec) { s.Targets.SleepReplicas = 1 }).create(t)
 	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
 
-	clk.SetTime(wedEvening)
-	poke(t, s.Name)
-	waitState(t, s.Name, powerv1alpha1.StateAsleep, 1)
+	at(t, clk, wedEvening, s.Name, powerv1alpha1.StateAsleep, 1)
 	eventually(t, func(g Gomega) {
 		g.Expect(k.Get(context.Background(), client.ObjectKeyFromObject(hpa), hpa)).To(Succeed())
 		g.Expect(*hpa.Spec.MinReplicas).To(BeEquivalentTo(1))
@@ -634,9 +633,7 @@ func TestHPAIsPinnedAndRestored(t *testing.T) {
 	})
 	NewWithT(t).Expect(replicas(NewWithT(t), ns, "web")).To(BeEquivalentTo(1))
 
-	clk.SetTime(thuMorning)
-	poke(t, s.Name)
-	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	at(t, clk, thuMorning, s.Name, powerv1alpha1.StateAwake, 0)
 	eventually(t, func(g Gomega) {
 		g.Expect(k.Get(context.Background(), client.ObjectKeyFromObject(hpa), hpa)).To(Succeed())
 		g.Expect(*hpa.Spec.MinReplicas).To(BeEquivalentTo(2))

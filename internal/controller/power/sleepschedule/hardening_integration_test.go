@@ -229,9 +229,7 @@ func TestWritesChangeOnlyWhatTheyMean(t *testing.T) {
 	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
 	before := take(NewWithT(t))
 
-	clk.SetTime(wedEvening)
-	poke(t, s.Name)
-	waitState(t, s.Name, powerv1alpha1.StateAsleep, 2)
+	at(t, clk, wedEvening, s.Name, powerv1alpha1.StateAsleep, 2)
 	eventually(t, func(g Gomega) {
 		asleep := take(g)
 		g.Expect(*asleep.d.Spec.Replicas).To(BeEquivalentTo(1))
@@ -240,9 +238,7 @@ func TestWritesChangeOnlyWhatTheyMean(t *testing.T) {
 		same(g, before, asleep)
 	})
 
-	clk.SetTime(thuMorning)
-	poke(t, s.Name)
-	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	at(t, clk, thuMorning, s.Name, powerv1alpha1.StateAwake, 0)
 	eventually(t, func(g Gomega) {
 		awake := take(g)
 		g.Expect(*awake.d.Spec.Replicas).To(BeEquivalentTo(3))

@@ -182,9 +182,7 @@ func TestKindsSleepAndWakeRestoreExactly(t *testing.T) {
 	))
 	eventually(t, func(g Gomega) { g.Expect(eventsFor(g, s.Name, ReasonGitOpsManaged)).To(HaveLen(1)) })
 
-	clk.SetTime(wedEvening)
-	poke(t, s.Name)
-	waitState(t, s.Name, powerv1alpha1.StateAsleep, 6)
+	at(t, clk, wedEvening, s.Name, powerv1alpha1.StateAsleep, 6)
 	w1 := getCustom(g, widgetGVK, ns, "w1")
 	g.Expect(w1.Object["spec"]).To(Equal(map[string]any{"replicas": int64(0), "colour": "blue"}))
 	g.Expect(w1.GetAnnotations()[powerv1alpha1.SleepStateAnnotation]).To(MatchJSON(`{"replicas":3,"sleepReplicas":0}`))
@@ -203,9 +201,7 @@ func TestKindsSleepAndWakeRestoreExactly(t *testing.T) {
 	g.Expect(getDeployment(g, ns, "worker").Labels).NotTo(HaveKey(powerv1alpha1.AsleepLabel))
 	g.Expect(replicas(g, ns, "web")).To(BeEquivalentTo(0))
 
-	clk.SetTime(thuMorning)
-	poke(t, s.Name)
-	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	at(t, clk, thuMorning, s.Name, powerv1alpha1.StateAwake, 0)
 	w1 = getCustom(g, widgetGVK, ns, "w1")
 	g.Expect(w1.Object["spec"]).To(Equal(map[string]any{"replicas": int64(3), "colour": "blue"}))
 	g.Expect(w1.GetLabels()).NotTo(HaveKey(powerv1alpha1.AsleepLabel))
@@ -254,9 +250,7 @@ func TestKindChangedWhileAsleepIsLeftAlone(t *testing.T) {
 		got := getSchedule(g, s.Name)
 		g.Expect(got.Status.LeftAlone).To(ConsistOf("Widget.scale.sleep.test kinds-owner/w", "RedisFailover.patch.sleep.test kinds-owner/rf"))
 	})
-	clk.SetTime(thuMorning)
-	poke(t, s.Name)
-	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	at(t, clk, thuMorning, s.Name, powerv1alpha1.StateAwake, 0)
 	eventually(t, func(g Gomega) {
 		w := getCustom(g, widgetGVK, ns, "w")
 		g.Expect(w.GetLabels()).NotTo(HaveKey(powerv1alpha1.AsleepLabel))

@@ -55,9 +55,7 @@ func TestUserPausedScaledObjectWakesAtItsCount(t *testing.T) {
 	}).create(t)
 	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
 
-	clk.SetTime(wedEvening)
-	poke(t, s.Name)
-	got := waitState(t, s.Name, powerv1alpha1.StateAsleep, 2)
+	got := at(t, clk, wedEvening, s.Name, powerv1alpha1.StateAsleep, 2)
 	g := NewWithT(t)
 	for _, name := range []string{"consumer", "reporter"} {
 		g.Expect(getCustom(g, kedaGVK, ns, name).GetAnnotations()).To(HaveKeyWithValue(powerv1alpha1.KEDAPausedReplicasAnnotation, "0"), name)
@@ -78,9 +76,7 @@ func TestUserPausedScaledObjectWakesAtItsCount(t *testing.T) {
 	scaleTo(t, ns, "consumer", 0)
 	scaleTo(t, ns, "reporter", 0)
 
-	clk.SetTime(thuMorning)
-	poke(t, s.Name)
-	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	at(t, clk, thuMorning, s.Name, powerv1alpha1.StateAwake, 0)
 	eventually(t, func(g Gomega) {
 		consumer := getCustom(g, kedaGVK, ns, "consumer")
 		g.Expect(consumer.GetAnnotations()).To(Equal(map[string]string{"autoscaling.keda.sh/paused": "true", "team": "payments"}), "the user's annotations exactly")
@@ -201,9 +197,7 @@ func TestWorkloadsOwnedByAnotherOperatorAreSkipped(t *testing.T) {
 		g.Expect(*st.Spec.Replicas).To(BeEquivalentTo(1))
 	})
 
-	clk.SetTime(thuMorning)
-	poke(t, s.Name)
-	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	at(t, clk, thuMorning, s.Name, powerv1alpha1.StateAwake, 0)
 	g.Expect(replicas(g, ns, "plain")).To(BeEquivalentTo(2))
 	g.Expect(getCustom(g, widgetGVK, ns, "pool").Object["spec"]).To(Equal(map[string]any{"replicas": int64(3)}))
 	g.Expect(replicas(g, ns, "pool-broker")).To(BeEquivalentTo(2))
@@ -276,9 +270,7 @@ func TestKindsThatStopThroughAnAnnotation(t *testing.T) {
 	}).create(t)
 	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
 
-	clk.SetTime(wedEvening)
-	poke(t, s.Name)
-	got := waitState(t, s.Name, powerv1alpha1.StateAsleep, 4)
+	got := at(t, clk, wedEvening, s.Name, powerv1alpha1.StateAsleep, 4)
 	g := NewWithT(t)
 	g.Expect(getCustom(g, notebookGVK, ns, "lab").GetAnnotations()).To(And(
 		HaveKeyWithValue("kubeflow-resource-stopped", "orderly-sleep"), HaveKeyWithValue("team", "data"), HaveKey(powerv1alpha1.SleepStateAnnotation)))
@@ -293,9 +285,7 @@ func TestKindsThatStopThroughAnAnnotation(t *testing.T) {
 	// the StatefulSet to it, neither records nor reverts the change.
 	g.Expect(k.Patch(context.Background(), &st, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`)))).To(Succeed())
 
-	clk.SetTime(thuMorning)
-	poke(t, s.Name)
-	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	at(t, clk, thuMorning, s.Name, powerv1alpha1.StateAwake, 0)
 	lab = getCustom(g, notebookGVK, ns, "lab")
 	g.Expect(lab.GetAnnotations()).To(Equal(map[string]string{"team": "data"}))
 	g.Expect(getCustom(g, notebookGVK, ns, "old").GetAnnotations()).To(Equal(map[string]string{"kubeflow-resource-stopped": "2026-11-30T08:00:00Z"}))
@@ -357,9 +347,7 @@ func TestSleepThatDidNotTakeEffectIsReported(t *testing.T) {
 	}).create(t)
 	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
 
-	clk.SetTime(wedEvening)
-	poke(t, s.Name)
-	got := waitState(t, s.Name, powerv1alpha1.StateAsleep, 2)
+	got := at(t, clk, wedEvening, s.Name, powerv1alpha1.StateAsleep, 2)
 	g := NewWithT(t)
 	g.Expect(condition(got, ConditionWorkloadsStillRunning).Status).To(Equal(metav1.ConditionFalse), "not yet: operators take a while")
 	// What Strimzi does: the empty pool's brokers go, the other's are kept.
@@ -393,9 +381,7 @@ func TestSleepThatDidNotTakeEffectIsReported(t *testing.T) {
 		g.Expect(c.Reason).To(Equal(ReasonNoneRunning))
 		g.Expect(testutil.ToFloat64(stillRunningWorkloads.WithLabelValues(s.Name))).To(BeZero())
 	})
-	clk.SetTime(thuMorning)
-	poke(t, s.Name)
-	waitState(t, s.Name, powerv1alpha1.StateAwake, 0)
+	at(t, clk, thuMorning, s.Name, powerv1alpha1.StateAwake, 0)
 	g.Expect(getCustom(g, kafkaNodePoolGVK, ns, "brokers").Object["spec"]).To(HaveKeyWithValue("replicas", int64(3)))
 }
 

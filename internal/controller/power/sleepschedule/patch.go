@@ -59,7 +59,7 @@ func parsePointer(p string) ([]string, error) {
 		if s == "-" {
 			return nil, fmt.Errorf("%q names the end of a list (-), which a wake cannot restore: name an existing element such as /spec/items/0", p)
 		}
-		parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
+		parts[i] = unescapeSegment(s)
 	}
 	if parts[0] == "metadata" {
 		if len(parts) != 3 {
@@ -78,7 +78,7 @@ func annotationKey(path string) (string, bool) {
 	if !strings.HasPrefix(path, annotationsPointer) {
 		return "", false
 	}
-	return strings.NewReplacer("~1", "/", "~0", "~").Replace(path[len(annotationsPointer):]), true
+	return unescapeSegment(path[len(annotationsPointer):]), true
 }
 
 // annotationValue is the string a recorded or configured JSON value of an annotation
@@ -111,9 +111,14 @@ func checkPatches(spec *powerv1alpha1.SleepScheduleSpec) error {
 	return nil
 }
 
-// escapeSegment is one JSON pointer segment for the name s.
+// escapeSegment is one JSON pointer segment for the name s, and unescapeSegment the
+// name a segment stands for.
 func escapeSegment(s string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+func unescapeSegment(s string) string {
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
 }
 
 // valueAt returns the JSON value at the pointer p in the object content, and whether
